@@ -1,0 +1,37 @@
+# Quick start: `make repro` (set-up + pipeline on the bundled sample) and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(CURDIR)/$(VENV)/bin
+STAMP  := $(VENV)/.installed
+export PATH := $(BIN):$(PATH)
+export DVC_NO_ANALYTICS := 1
+export PREFECT_SERVER_ANALYTICS_ENABLED := false
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export YOLO_OFFLINE := 1
+
+.PHONY: setup repro test lint bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+repro: setup
+	dvc repro
+
+test: setup
+	python -m pytest
+
+lint: setup
+	ruff check .
+	ruff format --check .
+
+bench: setup
+	python -m bench.run
+
+clean:
+	rm -rf $(VENV) .egoeval-cache

@@ -1,0 +1,36 @@
+"""The ``egoeval`` console script. Each subcommand lives with the code it drives."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+# subcommand -> (module, function, one-line help); function(argv: list[str]) -> int
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "score-norms": ("egoeval.egonormia.rescore", "main", "rescore EgoNormia predictions in the official eval-JSON layout"),
+    "score-tracks": ("egoeval.metrics.cli", "main", "score MOTChallenge tracker output (CLEAR, Identity, HOTA)"),
+    "audit": ("egoeval.audit", "main", "check that reported numbers reproduce from pinned inputs"),
+}
+
+
+def usage() -> str:
+    lines = ["usage: egoeval COMMAND [ARGS...]", "", "commands:"]
+    lines += [f"  {name:<14} {help_}" for name, (_, _, help_) in COMMANDS.items()]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in {"-h", "--help"}:
+        print(usage())
+        return 0 if argv else 2
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS:
+        print(f"egoeval: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
+        return 2
+    module, function, _ = COMMANDS[name]
+    return int(getattr(importlib.import_module(module), function)(rest) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

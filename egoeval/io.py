@@ -1,0 +1,95 @@
+"""Small file helpers shared by every stage: params, atomic writes, sha256 manifests, input errors."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+PARAMS_FILE = Path("params.yaml")
+
+
+class InputError(ValueError):
+    """Bad input: the message names the file (and the row, where there is one)."""
+
+    def __init__(self, path: str | os.PathLike[str], message: str, row: object | None = None) -> None:
+        where = f"{path}" if row is None else f"{path}, row {row}"
+        super().__init__(f"{where}: {message}")
+        self.path = str(path)
+        self.row = row
+
+
+def load_params(section: str | None = None, path: str | os.PathLike[str] = PARAMS_FILE) -> dict[str, Any]:
+    """Read params.yaml, or one dotted section of it (e.g. ``"egonormia.frames"``)."""
+    params = yaml.safe_load(Path(path).read_text())
+    if section:
+        for key in section.split("."):
+            params = params[key]
+    return params
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write a file so that a reader (or a crash) never sees it half written."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def write_json(path: str | os.PathLike[str], obj: Any) -> None:
+    """Deterministic JSON (sorted keys, fixed indent, trailing newline), written atomically."""
+    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, allow_nan=False) + "\n")
+
+
+def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def read_manifest(path: str | os.PathLike[str]) -> dict[str, str]:
+    """A sha256 manifest in ``sha256sum`` format: ``<hex>  <relative path>`` per line."""
+    entries: dict[str, str] = {}
+    for lineno, line in enumerate(Path(path).read_text().splitlines(), start=1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        digest, sep, name = line.partition("  ")
+        if not sep or len(digest) != 64:
+            raise InputError(path, f"not a '<sha256>  <path>' line: {line!r}", row=lineno)
+        entries[name.strip()] = digest.lower()
+    return entries
+
+
+def write_manifest(path: str | os.PathLike[str], root: str | os.PathLike[str], names: list[str]) -> None:
+    lines = [f"{sha256_file(Path(root) / name)}  {name}" for name in sorted(names)]
+    atomic_write_text(path, "\n".join(lines) + "\n")
+
+
+def verify_manifest(manifest: str | os.PathLike[str], root: str | os.PathLike[str], names: list[str]) -> None:
+    """Check every file in ``names`` (relative to ``root``) against the manifest; raise on any mismatch."""
+    expected = read_manifest(manifest)
+    for name in sorted(names):
+        if name not in expected:
+            raise InputError(manifest, f"{name} is not pinned in the manifest")
+        actual = sha256_file(Path(root) / name)
+        if actual != expected[name]:
+            raise InputError(Path(root) / name, f"sha256 {actual} differs from the manifest's {expected[name]}")

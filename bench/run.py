@@ -1,0 +1,24 @@
+"""Run every benchmark side by side in one process and print their tables (`make bench`)."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+
+BENCHES = ["bench.frames", "bench.infer_throughput", "bench.score_tracks"]
+
+
+def main(names: list[str]) -> int:
+    results = {}
+    for name in names or BENCHES:
+        print(f"\n## {name}\n", flush=True)
+        results[name] = importlib.import_module(name).run()
+    Path("bench/out").mkdir(parents=True, exist_ok=True)
+    Path("bench/out/all.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

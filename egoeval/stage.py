@@ -1,0 +1,29 @@
+"""The thin CLI shell every stage shares: exit codes that say whether a retry can help."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from egoeval.io import InputError
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 2  # retrying cannot help: fix the named file or row
+EXIT_TRANSIENT = 75  # EX_TEMPFAIL: a retry may succeed (network, rate limits, 5xx)
+
+
+class TransientFailure(RuntimeError):
+    """A stage failed for reasons a later retry may not meet (e.g. too many model calls failed transiently)."""
+
+
+def run_stage(body: Callable[[], object]) -> int:
+    """Run a stage body and map its failure to an exit code with a one-line message on stderr."""
+    try:
+        result = body()
+    except InputError as error:
+        print(f"error: bad input: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except TransientFailure as error:
+        print(f"error: transient failure: {error}", file=sys.stderr)
+        return EXIT_TRANSIENT
+    return int(result) if isinstance(result, int) else EXIT_OK

@@ -1,0 +1,39 @@
+"""Shared test fixtures: small real videos written with OpenCV."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("YOLO_OFFLINE", "1")
+os.environ.setdefault("DVC_NO_ANALYTICS", "1")
+
+
+def write_test_video(path: Path, seconds: float = 5.0, fps: float = 30.0, size: tuple[int, int] = (96, 64)) -> Path:
+    """An mp4 where frame k shows a bright bar at column k (so the decoded frame number is visible)."""
+    width, height = size
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), fps, (width, height))
+    for k in range(round(seconds * fps)):
+        frame = np.full((height, width, 3), 40, np.uint8)
+        frame[:, k % width] = 255
+        cv2.putText(frame, str(k), (4, height - 6), cv2.FONT_HERSHEY_SIMPLEX, 0.5, (0, 255, 255), 1)
+        writer.write(frame)
+    writer.release()
+    return path
+
+
+@pytest.fixture
+def video_factory(tmp_path: Path):
+    def make(name: str = "clip.mp4", **kwargs) -> Path:
+        return write_test_video(tmp_path / name, **kwargs)
+
+    return make

@@ -12,6 +12,8 @@ from typing import Any
 import yaml
 
 PARAMS_FILE = Path("params.yaml")
+_UMASK = os.umask(0)
+os.umask(_UMASK)
 
 
 class InputError(ValueError):
@@ -43,6 +45,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp creates 0600; give the file the usual permissions
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -39,7 +39,7 @@ def test_bad_videos_name_the_file(tmp_path: Path, video_factory) -> None:
     empty = tmp_path / "empty.mp4"
     empty.write_bytes(b"")
     truncated = tmp_path / "truncated.mp4"
-    truncated.write_bytes(good.read_bytes()[: 600])
+    truncated.write_bytes(good.read_bytes()[:600])
     garbage = tmp_path / "garbage.mp4"
     garbage.write_bytes(b"not a video at all" * 100)
     for bad in (empty, truncated, garbage, tmp_path / "missing.mp4"):
@@ -83,6 +83,5 @@ def test_strip_is_scaled_to_the_maximum_width(tmp_path: Path, video_factory) -> 
     video_factory(seconds=6).rename(fetched / "videos" / "a.mp4")
     out = tmp_path / "frames"
     out.mkdir()
-    extract_frames(pd.DataFrame({"id": ["a"], "video": ["videos/a.mp4"]}), fetched, out,
-                   {**PARAMS, "max_width": 200})
+    extract_frames(pd.DataFrame({"id": ["a"], "video": ["videos/a.mp4"]}), fetched, out, {**PARAMS, "max_width": 200})
     assert cv2.imread(str(out / "a.jpg")).shape[1] == 200

@@ -28,8 +28,15 @@ def extract_frames(items: pd.DataFrame, fetched_dir: Path, out_dir: Path, params
     """Write one strip per clip into ``out_dir``; return the index table (failures recorded, never raised)."""
     rows = []
     for item in tqdm(items.itertuples(index=False), total=len(items), desc="frames", unit="clip", file=sys.stderr):
-        row: dict[str, Any] = {"id": item.id, "image": "", "n_frames": 0, "times": [], "video_fps": 0.0,
-                               "video_frames": 0, "error": ""}
+        row: dict[str, Any] = {
+            "id": item.id,
+            "image": "",
+            "n_frames": 0,
+            "times": [],
+            "video_fps": 0.0,
+            "video_frames": 0,
+            "error": "",
+        }
         try:
             if not item.video:
                 raise InputError(f"{fetched_dir}/items.parquet", "clip has no context video", row=item.id)
@@ -37,8 +44,13 @@ def extract_frames(items: pd.DataFrame, fetched_dir: Path, out_dir: Path, params
             strip = frame_strip(sampled.frames, int(params["height"]), int(params["max_width"]))
             image = f"{item.id}.jpg"
             atomic_write_bytes(out_dir / image, encode_jpeg(strip, int(params["jpeg_quality"])))
-            row.update(image=image, n_frames=len(sampled.times), times=sampled.times,
-                       video_fps=sampled.video_fps, video_frames=sampled.video_frames)
+            row.update(
+                image=image,
+                n_frames=len(sampled.times),
+                times=sampled.times,
+                video_fps=sampled.video_fps,
+                video_frames=sampled.video_frames,
+            )
         except InputError as error:
             row["error"] = str(error)
         rows.append(row)

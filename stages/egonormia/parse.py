@@ -1,0 +1,186 @@
+"""Stage egonormia_parse: raw model responses -> chosen options, in stored order, with every failure named.
+
+Inputs: data/egonormia/fetched/items.parquet, data/egonormia/responses.parquet (one row per
+id × setting × model × subtask). Outputs:
+
+- data/egonormia/predictions.parquet: one row per item × (setting, model) pair seen in the responses (a pair
+  misses no item: an absent response is a call failure "no response recorded"), sorted by setting, model, id;
+  columns id, setting, model, action, justification (stored index, -1 when unusable), sensible (sorted
+  stored indices, empty when unusable) and action_error, justification_error, sensible_error ("" when fine,
+  "call failed: <error>" or "parse: <reason>").
+- data/egonormia/predictions_eval.json: the same predictions in the official eval-JSON layout, model key
+  ``<setting>/<model>``. The official scorer then gives exactly our stage's numbers: every clip carries
+  every model key (same denominator n), -1 never equals a correct index (an unusable answer is wrong),
+  and ``"sensible": {}`` (which it counts as 0) stands for an unusable sensible answer and for an empty
+  answer to an empty gold set, where our IoU is 0 too and the script itself would divide by zero.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+from tqdm import tqdm
+
+from egoeval.egonormia.answers import ParseFailure, parse_multi, parse_single
+from egoeval.egonormia.inputs import read_table
+from egoeval.egonormia.prompts import SETTINGS, SUBTASKS
+from egoeval.egonormia.scoring import CALL_FAILED, PARSE_FAILED
+from egoeval.io import InputError, write_json
+from egoeval.stage import run_stage
+
+ITEMS = Path("data/egonormia/fetched/items.parquet")
+RESPONSES = Path("data/egonormia/responses.parquet")
+PREDICTIONS = Path("data/egonormia/predictions.parquet")
+EVAL_JSON = Path("data/egonormia/predictions_eval.json")
+ITEM_COLUMNS = ("id", "behaviors", "justifications", "correct_idx", "sensible_idx")
+RESPONSE_COLUMNS = ("id", "setting", "model", "subtask", "permutation", "response", "error")
+PREDICTION_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("setting", pa.string()),
+        ("model", pa.string()),
+        ("action", pa.int64()),
+        ("justification", pa.int64()),
+        ("sensible", pa.list_(pa.int64())),
+        *((f"{subtask}_error", pa.string()) for subtask in SUBTASKS),
+    ]
+)
+PREDICTION_COLUMNS = tuple(PREDICTION_SCHEMA.names)
+NO_RESPONSE = CALL_FAILED + "no response recorded"
+
+
+def require_columns(frame: pd.DataFrame, columns: tuple[str, ...], path: Path) -> None:
+    """Raise InputError naming ``path`` when a column is missing."""
+    missing = [column for column in columns if column not in frame.columns]
+    if missing:
+        raise InputError(path, f"missing column(s) {', '.join(missing)}")
+
+
+def parse_responses(
+    items: pd.DataFrame, responses: pd.DataFrame, items_path: Path = ITEMS, responses_path: Path = RESPONSES
+) -> pd.DataFrame:
+    """The predictions table (see the module docstring) from the items and the raw responses."""
+    require_columns(items, ITEM_COLUMNS, items_path)
+    require_columns(responses, RESPONSE_COLUMNS, responses_path)
+    if items["id"].duplicated().any():
+        raise InputError(items_path, f"duplicate id {items['id'][items['id'].duplicated()].iloc[0]!r}")
+    options = {
+        str(item.id): {
+            "action": list(item.behaviors),
+            "justification": list(item.justifications),
+            "sensible": list(item.behaviors),
+        }
+        for item in items.itertuples(index=False)
+    }
+    keys = responses[["id", "setting", "model", "subtask"]].astype(str)
+    duplicated = keys.duplicated()
+    if duplicated.any():
+        raise InputError(
+            responses_path,
+            "second response for the same id, setting, model, subtask",
+            row=int(np.flatnonzero(duplicated)[0]),
+        )
+    pairs = sorted(set(zip(keys["setting"], keys["model"], strict=True)))
+    grid: dict[tuple[str, str, str], dict[str, Any]] = {
+        (clip, setting, model): _unanswered() for setting, model in pairs for clip in sorted(options)
+    }
+    rows = zip(
+        keys.itertuples(index=False), responses["permutation"], responses["response"], responses["error"], strict=True
+    )
+    for row, (key, permutation, response, error) in enumerate(
+        tqdm(rows, total=len(responses), desc="parse", unit="answer", file=sys.stderr)
+    ):
+        if key.id not in options:
+            raise InputError(responses_path, f"id {key.id!r} is not in {items_path}", row=row)
+        if key.setting not in SETTINGS:
+            raise InputError(responses_path, f"setting {key.setting!r} is not one of {', '.join(SETTINGS)}", row=row)
+        if key.subtask not in SUBTASKS:
+            raise InputError(responses_path, f"subtask {key.subtask!r} is not one of {', '.join(SUBTASKS)}", row=row)
+        shown = options[key.id][key.subtask]
+        perm = [] if permutation is None else [int(p) for p in permutation]
+        if sorted(perm) != list(range(len(shown))):
+            raise InputError(responses_path, f"permutation {perm} does not reorder {len(shown)} options", row=row)
+        value, reason = _read(key.subtask, response, error, perm, shown)
+        cell = grid[(key.id, key.setting, key.model)]
+        cell[key.subtask], cell[f"{key.subtask}_error"] = value, reason
+    records = [
+        {"id": clip, "setting": setting, "model": model, **cell} for (clip, setting, model), cell in grid.items()
+    ]
+    table = pd.DataFrame.from_records(records, columns=list(PREDICTION_COLUMNS))
+    table = table.astype({"action": "int64", "justification": "int64"})
+    return table.sort_values(["setting", "model", "id"], ignore_index=True)
+
+
+def _unanswered() -> dict[str, Any]:
+    return {
+        "action": -1,
+        "justification": -1,
+        "sensible": [],
+        **{f"{subtask}_error": NO_RESPONSE for subtask in SUBTASKS},
+    }
+
+
+def _read(subtask: str, response: Any, error: Any, perm: list[int], shown: list[str]) -> tuple[Any, str]:
+    """(chosen stored index or indices, failure reason) for one response."""
+    unusable = [] if subtask == "sensible" else -1
+    if isinstance(error, str) and error:
+        return unusable, CALL_FAILED + error
+    text = response if isinstance(response, str) else None
+    try:
+        if subtask == "sensible":
+            return parse_multi(text, perm, shown), ""
+        return parse_single(text, perm, shown), ""
+    except ParseFailure as failure:
+        return unusable, PARSE_FAILED + failure.reason
+
+
+def eval_json(items: pd.DataFrame, predictions: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """The predictions in the official eval-JSON layout (see the module docstring for what ``{}`` means)."""
+    gold = {
+        str(item.id): (int(item.correct_idx), sorted(int(i) for i in item.sensible_idx))
+        for item in items.itertuples(index=False)
+    }
+    layout: dict[str, dict[str, Any]] = {clip: {} for clip in sorted(gold)}
+    for row in predictions.itertuples(index=False):
+        correct, sensible_gold = gold[row.id]
+        sensible = [int(i) for i in row.sensible]
+        usable = row.sensible_error == "" and bool(sensible or sensible_gold)
+        layout[row.id][f"{row.setting}/{row.model}"] = {
+            "best": {"results": [int(row.action), int(row.justification)], "correct": [correct, correct]},
+            "sensible": {"results": sensible, "correct": sensible_gold} if usable else {},
+        }
+    return layout
+
+
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
+
+    def run() -> None:
+        items = read_table(ITEMS, list(ITEM_COLUMNS))
+        if not RESPONSES.is_file():
+            raise InputError(RESPONSES, "file not found (run the infer stage first)")
+        predictions = parse_responses(items, pd.read_parquet(RESPONSES))
+        PREDICTIONS.parent.mkdir(parents=True, exist_ok=True)
+        predictions.to_parquet(PREDICTIONS, index=False, schema=PREDICTION_SCHEMA)
+        write_json(EVAL_JSON, eval_json(items, predictions))
+        for subtask in SUBTASKS:
+            reasons = predictions[f"{subtask}_error"]
+            calls = int(reasons.str.startswith(CALL_FAILED).sum())
+            parses = int(reasons.str.startswith(PARSE_FAILED).sum())
+            print(
+                f"parse: {subtask}: {len(reasons) - calls - parses} usable, {parses} unparseable, "
+                f"{calls} failed calls of {len(reasons)}",
+                file=sys.stderr,
+            )
+
+    return run_stage(run)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,94 @@
+"""Stage egonormia_score: predictions -> metrics/egonormia.json and plots/egonormia/categories.csv.
+
+metrics/egonormia.json: ``{setting: {model: {action, justification, both, sensible_iou (percent), n, coverage,
+parse_failure_rate, call_failure_rate (shares 0-1), ci95: {metric: [low, high]}, verified: {the same for the
+verified split; metrics null when it has no items}}}}``. plots/egonormia/categories.csv: action accuracy
+(percent) per setting, model and norm category of the correct option. The math lives in
+egoeval.egonormia.scoring; every (setting, model) pair must cover every item (the parse stage sees to it).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from egoeval.egonormia.inputs import read_table
+from egoeval.egonormia.prompts import SETTINGS, SUBTASKS
+from egoeval.egonormia.scoring import Outcomes, category_accuracy, outcomes, summarize
+from egoeval.io import InputError, atomic_write_text, load_params, write_json
+from egoeval.stage import run_stage
+from stages.egonormia.parse import ITEMS, PREDICTION_COLUMNS, PREDICTIONS, require_columns
+
+METRICS_FILE = Path("metrics/egonormia.json")
+CATEGORIES_FILE = Path("plots/egonormia/categories.csv")
+ITEM_COLUMNS = ("id", "correct_idx", "sensible_idx", "taxonomy", "verified")
+CATEGORY_COLUMNS = ["setting", "model", "category", "n", "accuracy"]
+
+
+def score(
+    items: pd.DataFrame, predictions: pd.DataFrame, params: dict[str, Any], predictions_path: Path = PREDICTIONS
+) -> tuple[dict[str, Any], pd.DataFrame]:
+    """(metrics by setting and model, per-category table) for every (setting, model) pair in the predictions."""
+    require_columns(items, ITEM_COLUMNS, ITEMS)
+    require_columns(predictions, PREDICTION_COLUMNS, predictions_path)
+    items = items.sort_values("id", ignore_index=True)
+    ids = items["id"].astype(str)
+    correct = items["correct_idx"].astype("int64").to_numpy()
+    gold_sets = [[int(i) for i in gold] for gold in items["sensible_idx"]]
+    verified = items["verified"].astype(bool).to_numpy()
+    categories = [list(taxonomy[k]) for taxonomy, k in zip(items["taxonomy"], correct, strict=True)]
+    sample = {
+        "samples": int(params["bootstrap_samples"]),
+        "seed": int(params["bootstrap_seed"]),
+        "confidence": float(params["confidence"]),
+    }
+    metrics: dict[str, Any] = {}
+    category_rows = []
+    for (setting, model), group in predictions.groupby(["setting", "model"], sort=True):
+        if setting not in SETTINGS:
+            raise InputError(predictions_path, f"setting {setting!r} is not one of {', '.join(SETTINGS)}")
+        if len(group) != len(ids) or set(group["id"].astype(str)) != set(ids):
+            raise InputError(predictions_path, f"{setting}/{model} does not cover exactly the {len(ids)} items")
+        group = group.set_index(group["id"].astype(str)).loc[ids]
+        result = outcomes(group["action"], group["justification"], list(group["sensible"]), correct, gold_sets)
+        errors = {subtask: group[f"{subtask}_error"].tolist() for subtask in SUBTASKS}
+        entry = summarize(result, errors, **sample)
+        entry["verified"] = summarize(_subset(result, verified), _subset_errors(errors, verified), **sample)
+        metrics.setdefault(str(setting), {})[str(model)] = entry
+        for category, n, accuracy in category_accuracy(result.action, categories):
+            category_rows.append((setting, model, category, n, accuracy))
+    table = pd.DataFrame(category_rows, columns=CATEGORY_COLUMNS)
+    return metrics, table.sort_values(["setting", "model", "category"], ignore_index=True)
+
+
+def _subset(result: Outcomes, mask: np.ndarray) -> Outcomes:
+    return Outcomes(result.action[mask], result.justification[mask], result.sensible_iou[mask])
+
+
+def _subset_errors(errors: dict[str, list[str]], mask: np.ndarray) -> dict[str, list[str]]:
+    return {
+        subtask: [reason for reason, keep in zip(reasons, mask, strict=True) if keep]
+        for subtask, reasons in errors.items()
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
+
+    def run() -> None:
+        items = read_table(ITEMS, list(ITEM_COLUMNS))
+        if not PREDICTIONS.is_file():
+            raise InputError(PREDICTIONS, "file not found (run the parse stage first)")
+        metrics, categories = score(items, pd.read_parquet(PREDICTIONS), load_params("egonormia.score"))
+        write_json(METRICS_FILE, metrics)
+        atomic_write_text(CATEGORIES_FILE, categories.to_csv(index=False, lineterminator="\n"))
+
+    return run_stage(run)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,152 @@
+"""The per-sequence data every metric reads, and the interface every metric has (TrackEval's, vectorised)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+EPS = np.finfo("float").eps  # TrackEval's tolerance in threshold comparisons
+Result = dict[str, Any]  # one metric's fields: numpy scalars and arrays
+
+
+@dataclass(frozen=True, eq=False)
+class SequenceData:
+    """TrackEval's preprocessed data for one sequence, as flat arrays instead of per-timestep lists.
+
+    ``gt_t``/``tracker_t`` give each detection's 0-based timestep (non-decreasing; within a timestep the
+    input order, which is TrackEval's row/column order). ``gt_ids``/``tracker_ids`` are relabelled to
+    ``0..n-1``. ``pair_gt``, ``pair_tracker`` and ``similarity`` hold the non-zero entries of every
+    timestep's similarity matrix (detection indices and value), in row-major order.
+    """
+
+    num_timesteps: int
+    gt_t: np.ndarray
+    gt_ids: np.ndarray
+    tracker_t: np.ndarray
+    tracker_ids: np.ndarray
+    pair_gt: np.ndarray
+    pair_tracker: np.ndarray
+    similarity: np.ndarray
+    num_gt_ids: int
+    num_tracker_ids: int
+
+    @property
+    def num_gt_dets(self) -> int:
+        return len(self.gt_t)
+
+    @property
+    def num_tracker_dets(self) -> int:
+        return len(self.tracker_t)
+
+    @cached_property
+    def gt_start(self) -> np.ndarray:
+        """gt detections of timestep t are ``gt_start[t]:gt_start[t + 1]``."""
+        return np.searchsorted(self.gt_t, np.arange(self.num_timesteps + 1))
+
+    @cached_property
+    def tracker_start(self) -> np.ndarray:
+        return np.searchsorted(self.tracker_t, np.arange(self.num_timesteps + 1))
+
+    @cached_property
+    def pair_start(self) -> np.ndarray:
+        """pairs of timestep t are ``pair_start[t]:pair_start[t + 1]``."""
+        return np.searchsorted(self.pair_gt, self.gt_start)
+
+    @cached_property
+    def active(self) -> np.ndarray:
+        """Timesteps with both gt and tracker detections (the ones TrackEval matches in)."""
+        return (np.diff(self.gt_start) > 0) & (np.diff(self.tracker_start) > 0)
+
+    def dense(self, t: int, values: np.ndarray) -> np.ndarray:
+        """Timestep t's (gt x tracker) matrix of per-pair ``values``, zero where no pair is stored."""
+        g0, g1, k0, k1 = self.gt_start[t], self.gt_start[t + 1], self.tracker_start[t], self.tracker_start[t + 1]
+        lo, hi = self.pair_start[t], self.pair_start[t + 1]
+        matrix = np.zeros((g1 - g0, k1 - k0))
+        matrix[self.pair_gt[lo:hi] - g0, self.pair_tracker[lo:hi] - k0] = values[lo:hi]
+        return matrix
+
+    @classmethod
+    def from_arrays(
+        cls,
+        num_timesteps: int,
+        gt_t: np.ndarray,
+        gt_ids: np.ndarray,
+        tracker_t: np.ndarray,
+        tracker_ids: np.ndarray,
+        pair_gt: np.ndarray,
+        pair_tracker: np.ndarray,
+        similarity: np.ndarray,
+    ) -> SequenceData:
+        """Relabel ids to ``0..n-1`` (sorted, as TrackEval does), drop zero similarities, order pairs row-major.
+
+        Detections must already be ordered by timestep.
+        """
+        pair_gt, pair_tracker = np.asarray(pair_gt, np.int64), np.asarray(pair_tracker, np.int64)
+        similarity = np.asarray(similarity, np.float64)
+        key = pair_gt * (len(tracker_t) + 1) + pair_tracker
+        if len(key) > 1 and not (np.diff(key) > 0).all():
+            order = np.argsort(key, kind="stable")
+            pair_gt, pair_tracker, similarity = pair_gt[order], pair_tracker[order], similarity[order]
+        gt_unique, gt_new = np.unique(np.asarray(gt_ids, np.int64), return_inverse=True)
+        tracker_unique, tracker_new = np.unique(np.asarray(tracker_ids, np.int64), return_inverse=True)
+        keep = similarity > 0
+        return cls(
+            num_timesteps=int(num_timesteps),
+            gt_t=np.asarray(gt_t, np.int64),
+            gt_ids=gt_new.astype(np.int64),
+            tracker_t=np.asarray(tracker_t, np.int64),
+            tracker_ids=tracker_new.astype(np.int64),
+            pair_gt=pair_gt[keep],
+            pair_tracker=pair_tracker[keep],
+            similarity=similarity[keep],
+            num_gt_ids=len(gt_unique),
+            num_tracker_ids=len(tracker_unique),
+        )
+
+    @classmethod
+    def from_timesteps(
+        cls, gt_ids: list[np.ndarray], tracker_ids: list[np.ndarray], similarity_scores: list[np.ndarray]
+    ) -> SequenceData:
+        """From TrackEval's layout: per timestep, gt ids, tracker ids and the (gt x tracker) similarity matrix."""
+        gt_counts = np.array([len(ids) for ids in gt_ids], np.int64)
+        tracker_counts = np.array([len(ids) for ids in tracker_ids], np.int64)
+        gt_offsets = np.concatenate([[0], np.cumsum(gt_counts)])
+        tracker_offsets = np.concatenate([[0], np.cumsum(tracker_counts)])
+        rows, cols, values = [np.empty(0, np.int64)], [np.empty(0, np.int64)], [np.empty(0)]
+        for t, matrix in enumerate(similarity_scores):
+            r, c = np.nonzero(matrix)
+            rows.append(r + gt_offsets[t])
+            cols.append(c + tracker_offsets[t])
+            values.append(matrix[r, c])
+        steps = np.arange(len(gt_ids))
+        return cls.from_arrays(
+            len(gt_ids),
+            np.repeat(steps, gt_counts),
+            np.concatenate([np.empty(0, np.int64), *gt_ids]),
+            np.repeat(steps, tracker_counts),
+            np.concatenate([np.empty(0, np.int64), *tracker_ids]),
+            np.concatenate(rows),
+            np.concatenate(cols),
+            np.concatenate(values),
+        )
+
+
+class Metric(ABC):
+    """One metric: per-sequence results from a SequenceData, and their combination over sequences."""
+
+    name: str
+
+    @abstractmethod
+    def eval_sequence(self, data: SequenceData) -> Result: ...
+
+    @abstractmethod
+    def combine_sequences(self, per_seq: dict[str, Result]) -> Result: ...
+
+
+def combine_sum(per_seq: dict[str, Result], field: str) -> Any:
+    """Sum of a field over sequences (TrackEval's ``_combine_sum``)."""
+    return sum(res[field] for res in per_seq.values())

@@ -1,0 +1,47 @@
+"""Per-timestep optimal assignment: vectorised where the answer is forced, scipy's Hungarian elsewhere.
+
+TrackEval runs ``linear_sum_assignment`` on every timestep. Where the optimal assignment's positive part
+is unique, every optimal solver returns it, so it can be read off without a solver: if each row's
+positive maximum is unique and those maxima sit in distinct columns, the sum of row maxima (an upper
+bound) is reached by exactly that matching; the same holds with rows and columns swapped. Timesteps
+with ties or conflicts go to scipy with TrackEval's own matrix, so ties break the same way.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from egoeval.metrics.base import SequenceData
+
+
+def best_per_group(group: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For entries sorted by group: index of each group's first largest entry, and whether it is the only one."""
+    if len(group) == 0:
+        return np.empty(0, np.int64), np.empty(0, bool)
+    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    sizes = np.diff(np.r_[starts, len(group)])
+    is_max = score == np.repeat(np.maximum.reduceat(score, starts), sizes)
+    maxima = np.flatnonzero(is_max)
+    return maxima[np.searchsorted(maxima, starts)], np.add.reduceat(is_max, starts) == 1
+
+
+def forced_matches(data: SequenceData, score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Which timesteps have a forced optimal assignment on the per-pair ``score`` (zero where no pair is
+    stored, never negative), and the matched pair indices (positive scores only) in those timesteps."""
+    positive = np.flatnonzero(score > 0)
+    step = data.gt_t[data.pair_gt]
+    sides = []
+    by_column = positive[np.argsort(data.pair_tracker[positive], kind="stable")]
+    for entries, own, other, size in (
+        (positive, data.pair_gt, data.pair_tracker, data.num_tracker_dets),  # pairs are row-major already
+        (by_column, data.pair_tracker, data.pair_gt, data.num_gt_dets),
+    ):
+        best, strict = best_per_group(own[entries], score[entries])
+        best = entries[best]
+        clash = np.bincount(other[best], minlength=size)[other[best]] > 1
+        ok = np.ones(data.num_timesteps, bool)
+        ok[step[best[~strict | clash]]] = False
+        sides.append((ok, best))
+    (rows_ok, row_best), (cols_ok, col_best) = sides
+    matched = np.concatenate([row_best[rows_ok[step[row_best]]], col_best[(cols_ok & ~rows_ok)[step[col_best]]]])
+    return rows_ok | cols_ok, np.sort(matched)

@@ -1,0 +1,99 @@
+"""Box IoU computed exactly as TrackEval computes it, and SequenceData built from MOT DataFrames."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pandas as pd
+
+from egoeval.metrics.base import EPS, SequenceData
+
+CHUNK_PAIRS = 1 << 22  # (gt, tracker) pairs looked at once
+
+
+def box_iou(gt_boxes: np.ndarray, tracker_boxes: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """IoU of box pairs (``x0, y0, x1, y1`` columns) with TrackEval's operations in its order (bit-identical)."""
+    a, b = gt_boxes[:, rows], tracker_boxes[:, cols]
+    width = np.maximum(np.minimum(a[2], b[2]) - np.maximum(a[0], b[0]), 0)
+    intersection = width * np.maximum(np.minimum(a[3], b[3]) - np.maximum(a[1], b[1]), 0)
+    area_gt = (a[2] - a[0]) * (a[3] - a[1])
+    area_tracker = (b[2] - b[0]) * (b[3] - b[1])
+    union = area_gt + area_tracker - intersection
+    intersection[(area_gt <= EPS) | (area_tracker <= EPS) | (union <= EPS)] = 0
+    union[union <= EPS] = 1
+    return intersection / union
+
+
+def sequence_data(gt: pd.DataFrame, pred: pd.DataFrame, num_timesteps: int | None = None) -> SequenceData:
+    """One sequence from read_mot frames (gt already filtered): order by frame, relabel ids, IoU per timestep.
+
+    ``num_timesteps`` (the sequence length) defaults to the last frame with a box.
+    """
+    gt_t, gt_ids, gt_boxes = _by_frame(gt, "ground truth")
+    tracker_t, tracker_ids, tracker_boxes = _by_frame(pred, "tracker output")
+    last = int(max(gt_t.max(initial=-1), tracker_t.max(initial=-1)) + 1)
+    if num_timesteps is None:
+        num_timesteps = last
+    elif num_timesteps < last:
+        raise ValueError(f"a box in frame {last} lies beyond the sequence length {num_timesteps}")
+    gt_start = np.searchsorted(gt_t, np.arange(num_timesteps + 1))
+    tracker_start = np.searchsorted(tracker_t, np.arange(num_timesteps + 1))
+    pair_gt, pair_tracker, similarity = [np.empty(0, np.int64)], [np.empty(0, np.int64)], [np.empty(0)]
+    for rows, cols in _dense_pairs(gt_start, tracker_start):
+        for axis in (0, 1):  # IoU > 0 needs overlap along x and along y: look only at those pairs
+            low = np.maximum(gt_boxes[axis, rows], tracker_boxes[axis, cols])
+            overlap = np.minimum(gt_boxes[axis + 2, rows], tracker_boxes[axis + 2, cols]) > low
+            rows, cols = rows[overlap], cols[overlap]
+        iou = box_iou(gt_boxes, tracker_boxes, rows, cols)
+        keep = iou > 0
+        pair_gt.append(rows[keep])
+        pair_tracker.append(cols[keep])
+        similarity.append(iou[keep])
+    return SequenceData.from_arrays(
+        num_timesteps,
+        gt_t,
+        gt_ids,
+        tracker_t,
+        tracker_ids,
+        np.concatenate(pair_gt),
+        np.concatenate(pair_tracker),
+        np.concatenate(similarity),
+    )
+
+
+def _by_frame(df: pd.DataFrame, what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """0-based timesteps, ids and (4, n) ``x0, y0, x1, y1`` boxes, stably sorted by frame.
+
+    Rejects frames < 1 and an id twice in one frame (TrackEval refuses both).
+    """
+    frames, ids = df["frame"].to_numpy(np.int64), df["id"].to_numpy(np.int64)
+    if len(frames) and frames.min() < 1:
+        raise ValueError(f"{what}: frames are 1-based, found frame {frames.min()}")
+    order = np.argsort(frames, kind="stable")
+    frames, ids = frames[order], ids[order]
+    by_id = np.lexsort((ids, frames))
+    twice = (np.diff(frames[by_id]) == 0) & (np.diff(ids[by_id]) == 0)
+    if twice.any():
+        k = by_id[np.argmax(twice)]
+        raise ValueError(f"{what}: id {ids[k]} appears twice in frame {frames[k]}")
+    x, y = df["x"].to_numpy(np.float64)[order], df["y"].to_numpy(np.float64)[order]
+    boxes = np.stack([x, y, x + df["w"].to_numpy(np.float64)[order], y + df["h"].to_numpy(np.float64)[order]])
+    return frames - 1, ids, boxes
+
+
+def _dense_pairs(gt_start: np.ndarray, tracker_start: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Every (gt, tracker) detection pair of every timestep, row-major, in chunks of about CHUNK_PAIRS."""
+    num_gt, num_tracker = np.diff(gt_start), np.diff(tracker_start)
+    steps = np.flatnonzero((num_gt > 0) & (num_tracker > 0))
+    counts = num_gt[steps] * num_tracker[steps]
+    ends = np.cumsum(counts)
+    first = 0
+    while first < len(steps):
+        last = max(first + 1, int(np.searchsorted(ends, ends[first] - counts[first] + CHUNK_PAIRS, side="right")))
+        chunk, sizes = steps[first:last], counts[first:last]
+        owner = np.repeat(np.arange(len(chunk)), sizes)
+        local = np.arange(sizes.sum()) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        width = num_tracker[chunk][owner]
+        yield gt_start[chunk][owner] + local // width, tracker_start[chunk][owner] + local % width
+        first = last

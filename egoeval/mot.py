@@ -1,0 +1,197 @@
+"""MOTChallenge text files: reading with validation, exact writing, and finding sequences in a folder.
+
+One box per line: ``frame, id, x, y, w, h, conf[, class, visibility, ...]`` (6 to 10 fields, comma or
+whitespace separated), frames 1-based. Ground truth follows TrackEval's MOT15 semantics: a row whose
+``conf`` truncates to 0 (``int(conf) == 0``, TrackEval's ``zero_marked``) is dropped; class and
+visibility are not used. Tracker rows are all kept.
+"""
+
+from __future__ import annotations
+
+import configparser
+import io
+import os
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from egoeval.io import InputError, atomic_write_text
+
+COLUMNS = ["frame", "id", "x", "y", "w", "h", "conf"]
+MIN_FIELDS, MAX_FIELDS = 6, 10
+_MAX_INT = 2.0**53  # larger "integers" are not exact in the float64 text TrackEval reads
+
+
+def empty_frame() -> pd.DataFrame:
+    """A zero-row frame with read_mot's columns and dtypes."""
+    return _to_frame(np.empty((0, len(COLUMNS))))
+
+
+def read_mot(path: str | os.PathLike[str], *, kind: Literal["gt", "pred"]) -> pd.DataFrame:
+    """Read and validate one MOTChallenge file; ``kind="gt"`` drops zero-marked rows (MOT15 semantics)."""
+    if kind not in ("gt", "pred"):
+        raise ValueError(f"kind must be 'gt' or 'pred', not {kind!r}")
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise InputError(path, f"cannot read: {err}") from err
+    values = _parse(path, data)
+    if values.shape[1] == MIN_FIELDS:
+        values = np.column_stack([values, np.ones(len(values))])  # no conf column: keep every row
+    values = values[:, : len(COLUMNS)]
+    _validate(path, data, values)
+    if kind == "gt":
+        values = values[np.trunc(values[:, 6]) != 0]
+    return _to_frame(values)
+
+
+def write_mot(path: str | os.PathLike[str], df: pd.DataFrame) -> None:
+    """Write ``frame,id,x,y,w,h,conf,-1,-1,-1`` lines, atomically.
+
+    Rows are stably sorted by frame (the order within a frame is kept: it decides ties in matching).
+    Floats are written in their shortest round-trip form, so reading the file back gives the same bits.
+    """
+    df = df.iloc[np.argsort(df["frame"].to_numpy(np.int64), kind="stable")]
+    columns = [df["frame"].to_numpy(np.int64).astype(str), df["id"].to_numpy(np.int64).astype(str)]
+    columns += [_format_floats(df[name].to_numpy(np.float64)) for name in COLUMNS[2:]]
+    lines = [",".join(fields) + ",-1,-1,-1\n" for fields in zip(*columns, strict=True)]
+    atomic_write_text(path, "".join(lines))
+
+
+def read_mot_folder(folder: str | os.PathLike[str]) -> dict[str, Path]:
+    """Sequence name -> file, from ``<seq>.txt`` files or the MOTChallenge tree ``<seq>/gt/gt.txt``."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise InputError(folder, "not a folder")
+    found: dict[str, Path] = {}
+    for path in sorted(folder.glob("*.txt")):
+        if path.is_file():
+            found[path.stem] = path
+    for path in sorted(folder.glob("*/gt/gt.txt")):
+        seq = path.parent.parent.name
+        if seq in found:
+            raise InputError(path, f"sequence {seq!r} is also given as {found[seq]}")
+        found[seq] = path
+    return dict(sorted(found.items()))
+
+
+def seqinfo_length(gt_path: str | os.PathLike[str]) -> int | None:
+    """``seqLength`` from ``<seq>/seqinfo.ini`` beside a ``<seq>/gt/gt.txt`` file; None where there is none."""
+    gt_path = Path(gt_path)
+    ini = gt_path.parent.parent / "seqinfo.ini"
+    if gt_path.name != "gt.txt" or gt_path.parent.name != "gt" or not ini.is_file():
+        return None
+    parser = configparser.ConfigParser()
+    try:
+        parser.read(ini)
+        length = int(parser["Sequence"]["seqLength"])
+    except (configparser.Error, KeyError, ValueError) as err:
+        raise InputError(ini, f"no integer seqLength in a [Sequence] section ({err})") from err
+    if length < 0:
+        raise InputError(ini, f"seqLength {length} is negative")
+    return length
+
+
+def _format_floats(values: np.ndarray) -> list[str]:
+    """Shortest strings that parse back to the same float64 (``repr``), integral values without ``.0``."""
+    return [text[:-2] if text.endswith(".0") else text for text in map(repr, values.tolist())]
+
+
+def _to_frame(values: np.ndarray) -> pd.DataFrame:
+    columns = {name: values[:, k].astype(np.int64 if k < 2 else np.float64) for k, name in enumerate(COLUMNS)}
+    return pd.DataFrame(columns, copy=False)
+
+
+def _parse(path: Path, data: bytes) -> np.ndarray:
+    """All fields as float64, shape (rows, fields): pandas' exact C parser, or a line-by-line one that
+    names the first bad line when the file is not a clean rectangle of numbers."""
+    stripped = data.lstrip()
+    if not stripped:
+        return np.empty((0, MIN_FIELDS))
+    comma = b"," in stripped.split(b"\n", 1)[0]
+    try:
+        table = pd.read_csv(
+            io.BytesIO(data), sep="," if comma else r"\s+", header=None, dtype=np.float64, na_filter=False
+        )
+        values = table.to_numpy(np.float64)
+    except (ValueError, pd.errors.ParserError):
+        values = None
+    if values is None or not MIN_FIELDS <= values.shape[1] <= MAX_FIELDS or np.isnan(values).any():
+        values = _parse_lines(path, _text(path, data), comma)
+    return values
+
+
+def _text(path: Path, data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InputError(path, f"not UTF-8 text: {err}") from err
+
+
+def _parse_lines(path: Path, text: str, comma: bool) -> np.ndarray:
+    """Slow, exact parser (TrackEval's rules: a trailing empty field is dropped) that names the first bad line."""
+    rows: list[list[float]] = []
+    width = None
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        fields = [field.strip() for field in line.split(",")] if comma else line.split()
+        if fields[-1] == "":
+            fields.pop()
+        if not MIN_FIELDS <= len(fields) <= MAX_FIELDS:
+            raise InputError(path, f"{len(fields)} fields, expected {MIN_FIELDS} to {MAX_FIELDS}", row=lineno)
+        if width is not None and len(fields) != width:
+            raise InputError(path, f"{len(fields)} fields, but earlier rows have {width}", row=lineno)
+        width = len(fields)
+        try:
+            rows.append([float(field) for field in fields])
+        except ValueError:
+            bad = next(field for field in fields if not _is_float(field))
+            raise InputError(path, f"{bad!r} is not a number", row=lineno) from None
+    return np.array(rows, dtype=np.float64)
+
+
+def _is_float(field: str) -> bool:
+    try:
+        float(field)
+    except ValueError:
+        return False
+    return True
+
+
+def _validate(path: Path, data: bytes, values: np.ndarray) -> None:
+    """Raise InputError for the first bad row (1-based line number in the file)."""
+    checks = [
+        (~np.isfinite(values).all(axis=1), "NaN or infinite value"),
+        ((values[:, 4] < 0) | (values[:, 5] < 0), "negative width or height"),
+        ((values[:, 0] != np.floor(values[:, 0])) | (np.abs(values[:, 0]) >= _MAX_INT), "frame is not an integer"),
+        ((values[:, 1] != np.floor(values[:, 1])) | (np.abs(values[:, 1]) >= _MAX_INT), "id is not an integer"),
+        (values[:, 0] < 1, "frame must be >= 1 (frames are 1-based)"),
+    ]
+    for bad, message in checks:
+        if bad.any():
+            index = int(np.argmax(bad))
+            raise InputError(path, f"{message}: {_fields(values[index])}", row=_line_numbers(data, [index])[0])
+    if len(values) < 2:
+        return
+    order = np.lexsort((values[:, 1], values[:, 0]))
+    same = (np.diff(values[order, 0]) == 0) & (np.diff(values[order, 1]) == 0)
+    if same.any():
+        pairs = np.sort(np.column_stack([order[:-1][same], order[1:][same]]), axis=1)
+        first, second = pairs[np.argmin(pairs[:, 1])]
+        rows = _line_numbers(data, [int(first), int(second)])
+        frame, track = int(values[first, 0]), int(values[first, 1])
+        raise InputError(path, f"id {track} appears twice in frame {frame} (rows {rows[0]} and {rows[1]})", row=rows[1])
+
+
+def _fields(row: np.ndarray) -> str:
+    return ", ".join(repr(float(value)) for value in row)
+
+
+def _line_numbers(data: bytes, indices: list[int]) -> list[int]:
+    """1-based file line numbers of the given data rows (blank lines are not rows)."""
+    lines = [number for number, line in enumerate(data.split(b"\n"), start=1) if line.strip()]
+    return [lines[index] for index in indices]

@@ -1,0 +1,75 @@
+"""Stage egohumans_score: CLEAR, Identity and HOTA metrics of every tracking run against the ground truth.
+
+Reads ``data/egohumans/fetched/gt/<seq>.txt`` and the run folder ``data/egohumans/tracks/<tracker>-<mode>/`` of
+every tracker x detection mode in params.yaml
+(one MOTChallenge file per ground-truth sequence). Writes ``metrics/egohumans.json`` (``{run: {"COMBINED": ...,
+"sequences": {seq: ...}}}``) and ``plots/egohumans/sequences.csv`` (run, sequence, IDF1, MOTA, HOTA; one row per
+run and sequence plus a ``COMBINED`` row per run).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from egoeval.io import InputError, atomic_write_text, load_params, write_json
+from egoeval.metrics import evaluate_sequences
+from egoeval.mot import read_mot, read_mot_folder
+from egoeval.stage import run_stage
+
+GT_DIR = Path("data/egohumans/fetched/gt")
+TRACKS_DIR = Path("data/egohumans/tracks")
+METRICS = Path("metrics/egohumans.json")
+PLOT = Path("plots/egohumans/sequences.csv")
+PLOT_COLUMNS = ["IDF1", "MOTA", "HOTA"]
+
+
+def score(gt_dir: Path, tracks_dir: Path, runs: list[str], iou_threshold: float) -> dict[str, dict[str, Any]]:
+    """Evaluate the named run folders under ``tracks_dir``; each must hold exactly the ground truth's sequences."""
+    gt = {name: read_mot(path, kind="gt") for name, path in read_mot_folder(gt_dir).items()}
+    if not gt:
+        raise InputError(gt_dir, "no ground-truth sequences (<seq>.txt)")
+    results = {}
+    for run in (tracks_dir / name for name in sorted(runs)):
+        if not run.is_dir():
+            raise InputError(run, "tracking run not found (run the egohumans_track stage first)")
+        found = read_mot_folder(run)
+        missing, extra = sorted(set(gt) - set(found)), sorted(set(found) - set(gt))
+        if missing or extra:
+            raise InputError(run, f"sequences differ from the ground truth: missing {missing}, unknown {extra}")
+        pred = {name: read_mot(found[name], kind="pred") for name in gt}
+        results[run.name] = evaluate_sequences(gt, pred, iou_threshold=iou_threshold)
+    return results
+
+
+def sequence_table(results: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    """One row per run and sequence (and a COMBINED row per run), sorted by run then sequence."""
+    rows = []
+    for run, result in results.items():
+        for sequence, metrics in [*result["sequences"].items(), ("COMBINED", result["COMBINED"])]:
+            rows.append({"run": run, "sequence": sequence, **{c: float(metrics[c]) for c in PLOT_COLUMNS}})
+    table = pd.DataFrame(rows, columns=["run", "sequence", *PLOT_COLUMNS])
+    return table.sort_values(["run", "sequence"], kind="mergesort").reset_index(drop=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
+
+    def body() -> None:
+        params = load_params("egohumans")
+        runs = [f"{tracker}-{mode}" for tracker in params["track"]["trackers"] for mode in params["detect"]["modes"]]
+        results = score(GT_DIR, TRACKS_DIR, runs, float(params["score"]["iou_threshold"]))
+        write_json(METRICS, results)
+        atomic_write_text(PLOT, sequence_table(results).to_csv(index=False, float_format="%.4f", lineterminator="\n"))
+        for run, result in results.items():
+            combined = result["COMBINED"]
+            print(f"{run}: " + "  ".join(f"{k} {combined[k]:.2f}" for k in ("HOTA", "IDF1", "MOTA")))
+
+    return run_stage(body)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

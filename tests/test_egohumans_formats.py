@@ -1,0 +1,318 @@
+"""EgoHumans input formats: restricted unpickling, COCO-video validation, detection readers."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import pickle
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from egoeval.egohumans.formats import (
+    check_detections_known,
+    load_pickle,
+    read_det_txt,
+    read_detection_pickle,
+    read_detections_parquet,
+    read_tracking_annotation,
+    write_parquet,
+)
+from egoeval.io import InputError
+
+
+class _Touch:
+    """Unpickling this runs ``os.system(touch <marker>)`` under the plain loader."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return os.system, (f"touch {self.marker}",)
+
+
+class _Eval:
+    def __reduce__(self) -> tuple[Any, ...]:
+        return eval, ("1 + 1",)
+
+
+@pytest.mark.parametrize("protocol", [2, 4, 5])
+def test_malicious_pickle_is_refused_and_nothing_runs(tmp_path: Path, protocol: int) -> None:
+    marker = tmp_path / "pwned"
+    path = tmp_path / "detections.pkl"
+    path.write_bytes(pickle.dumps({"det_bboxes": {"a.jpg": [_Touch(marker)]}}, protocol=protocol))
+    with pytest.raises(InputError) as err:
+        load_pickle(path)
+    assert not marker.exists()
+    assert str(path) in str(err.value)
+    assert f"{os.system.__module__}.system" in str(err.value)  # posix.system on Linux
+    # the plain loader would have run it: proves the file really is malicious
+    pickle.loads(path.read_bytes())
+    assert marker.exists()
+
+
+def test_builtin_eval_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "eval.pkl"
+    path.write_bytes(pickle.dumps(_Eval()))
+    with pytest.raises(InputError, match=r"builtins\.eval"):
+        load_pickle(path)
+
+
+def test_codecs_encode_only_latin1(tmp_path: Path) -> None:
+    # protocol-2 GLOBAL _codecs.encode with a codec other than latin-1 (hand-assembled opcodes)
+    payload = b"\x80\x02c_codecs\nencode\nq\x00X\x03\x00\x00\x00abcq\x01X\x06\x00\x00\x00rot-13q\x02\x86q\x03Rq\x04."
+    path = tmp_path / "codec.pkl"
+    path.write_bytes(payload)
+    assert pickle.loads(payload) == "nop"  # the plain loader would call the rot-13 codec
+    with pytest.raises(InputError, match="rot-13"):
+        load_pickle(path)
+
+
+def _images(names: list[str], sequence: str = "seq") -> pd.DataFrame:
+    return pd.DataFrame({"sequence": sequence, "frame": np.arange(1, len(names) + 1), "file_name": names})
+
+
+@pytest.mark.parametrize("protocol", [2, 4, 5])
+def test_detection_pickle_of_numpy_arrays_is_read(tmp_path: Path, protocol: int) -> None:
+    boxes = {
+        "frames/seq/000001.jpg": [np.array([[10, 20, 40, 80, 0.9], [0, 0, 5.5, 7.25, 0.3]], dtype=np.float32)],
+        "frames/seq/000002.jpg": [np.zeros((0, 5), dtype=np.float32)],
+        "frames/seq/000003.jpg": np.array([[1, 2, 3, 4, 0.5]]),
+    }
+    path = tmp_path / "detections.pkl"
+    path.write_bytes(pickle.dumps({"det_bboxes": boxes, "roots_3d": {}, "n": np.float64(2.0)}, protocol=protocol))
+    df = read_detection_pickle(path, _images(list(boxes)))
+    assert df.to_dict("records") == [
+        {"sequence": "seq", "frame": 1, "x": 10.0, "y": 20.0, "w": 30.0, "h": 60.0, "score": pytest.approx(0.9)},
+        {"sequence": "seq", "frame": 1, "x": 0.0, "y": 0.0, "w": 5.5, "h": 7.25, "score": pytest.approx(0.3)},
+        {"sequence": "seq", "frame": 3, "x": 1.0, "y": 2.0, "w": 2.0, "h": 2.0, "score": 0.5},
+    ]
+
+
+def test_old_numpy_module_names_are_admitted(tmp_path: Path) -> None:
+    """Pickles written with NumPy 1 name numpy.core.multiarray (mmcv dumps with protocol 2)."""
+    data = pickle.dumps({"det_bboxes": {"a.jpg": [np.array([[1.0, 2.0, 3.0, 5.0, 0.7]])]}}, protocol=2)
+    old = data.replace(b"numpy._core.multiarray\n", b"numpy.core.multiarray\n")
+    assert old != data
+    path = tmp_path / "old.pkl"
+    path.write_bytes(old)
+    df = read_detection_pickle(path, _images(["a.jpg"]))
+    assert df[["x", "y", "w", "h", "score"]].to_numpy().tolist() == [[1.0, 2.0, 2.0, 3.0, 0.7]]
+
+
+def test_detection_pickle_errors_name_file_and_key(tmp_path: Path) -> None:
+    path = tmp_path / "detections.pkl"
+    path.write_bytes(pickle.dumps({"det_bboxes": {"nowhere.jpg": [np.zeros((0, 5))]}}))
+    with pytest.raises(InputError, match=r"detections\.pkl, row nowhere\.jpg: unknown image path"):
+        read_detection_pickle(path, _images(["a.jpg"]))
+    path.write_bytes(pickle.dumps({"det_bboxes": {"a.jpg": [np.array([[0, 0, 1, 1, 0.5], [5, 5, 3, 9, 0.5]])]}}))
+    with pytest.raises(InputError, match=r"row a\.jpg box 1: negative box size"):
+        read_detection_pickle(path, _images(["a.jpg"]))
+    path.write_bytes(pickle.dumps({"det_bboxes": {"a.jpg": [np.array([[0, 0, 1, np.nan, 0.5]])]}}))
+    with pytest.raises(InputError, match=r"row a\.jpg box 0: NaN"):
+        read_detection_pickle(path, _images(["a.jpg"]))
+    path.write_bytes(pickle.dumps([1, 2]))
+    with pytest.raises(InputError, match="det_bboxes"):
+        read_detection_pickle(path, _images(["a.jpg"]))
+
+
+# ----------------------------------------------------------------------------------------- COCO-video annotation
+
+
+def _doc() -> dict[str, Any]:
+    """Two videos; video 1 has three frames, video 2 one frame."""
+    images = [
+        {
+            "id": 10,
+            "video_id": 1,
+            "frame_id": 0,
+            "file_name": "a/0.jpg",
+            "height": 100,
+            "width": 200,
+            "extrinsics": [1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0],
+            "depth_path": None,
+        },
+        {
+            "id": 11,
+            "video_id": 1,
+            "frame_id": 1,
+            "file_name": "a/1.jpg",
+            "height": 100,
+            "width": 200,
+            "extrinsics": [1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0.5],
+            "depth_path": None,
+        },
+        {
+            "id": 12,
+            "video_id": 1,
+            "frame_id": 2,
+            "file_name": "a/2.jpg",
+            "height": 100,
+            "width": 200,
+            "extrinsics": [],
+            "depth_path": None,
+        },
+        {
+            "id": 20,
+            "video_id": 2,
+            "frame_id": 0,
+            "file_name": "b/0.jpg",
+            "height": 100,
+            "width": 200,
+            "extrinsics": [],
+            "depth_path": None,
+        },
+    ]
+
+    def ann(i: int, image: int, video: int, inst: int, bbox: list[float], **extra: Any) -> dict[str, Any]:
+        return {
+            "id": i,
+            "image_id": image,
+            "video_id": video,
+            "category_id": 0,
+            "instance_id": inst,
+            "bbox": bbox,
+            "area": bbox[2] * bbox[3],
+            "occluded": 0,
+            "truncated": 0,
+            "iscrowd": 0,
+            "ignore": 0,
+            "visibility": 1.0,
+            "human_name": f"aria{inst:02d}",
+            "camera_name": "aria01",
+            "camera_mode": "rgb",
+            "time_stamp": 0,
+            **extra,
+        }
+
+    annotations = [
+        ann(1, 10, 1, 2, [10, 10, 20, 40]),
+        ann(2, 10, 1, 3, [50.5, 5, 10, 30], ignore=1),
+        ann(3, 11, 1, 2, [12, 10, 20, 40]),
+        ann(4, 11, 1, 3, [250, 10, 20, 40]),  # entirely right of the 200 px image: dropped
+        ann(5, 12, 1, 3, [60, 10, 0.5, 40]),  # narrower than a pixel: dropped
+        ann(6, 20, 2, 7, [0, 0, 5, 5], iscrowd=1),
+    ]
+    return {
+        "categories": [{"id": 0, "name": "pedestrian"}],
+        "videos": [{"id": 1, "name": "walk"}, {"id": 2, "name": "fence", "fps": 20}],
+        "images": images,
+        "annotations": annotations,
+    }
+
+
+def _write(tmp_path: Path, doc: dict[str, Any]) -> Path:
+    path = tmp_path / "tracking_ego_rgb.json"
+    path.write_text(json.dumps(doc))  # json writes NaN as NaN, which json reads back
+    return path
+
+
+def test_annotation_to_mot_ground_truth(tmp_path: Path) -> None:
+    ann = read_tracking_annotation(_write(tmp_path, _doc()))
+    assert sorted(ann.ground_truth) == ["fence", "walk"]
+    assert ann.ground_truth["walk"].to_numpy().tolist() == [
+        [1, 2, 10, 10, 20, 40, 1],
+        [1, 3, 50.5, 5, 10, 30, 0],
+        [2, 2, 12, 10, 20, 40, 1],
+    ]
+    assert ann.ground_truth["fence"].to_numpy().tolist() == [[1, 7, 0, 0, 5, 5, 0]]
+    assert ann.ground_truth["walk"]["frame"].dtype == np.int64
+    seqs = ann.sequences.set_index("name")
+    assert seqs.loc["walk", ["length", "images", "width", "height"]].tolist() == [3, 3, 200, 100]
+    assert np.isnan(seqs.loc["walk", "fps"]) and seqs.loc["fence", "fps"] == 20
+    assert ann.images["frame"].tolist() == [1, 1, 2, 3]  # sorted by sequence: fence, then walk
+    assert ann.images.loc[ann.images["image_id"] == 11, "extrinsics"].item()[-1] == 0.5
+
+
+@pytest.mark.parametrize(
+    ("mutate", "row", "message"),
+    [
+        (
+            lambda d: d["annotations"][2].update(image_id=10),
+            "annotations[2]",
+            "instance id 2 appears twice in image 10",
+        ),
+        (lambda d: d["annotations"][1].update(bbox=[1, float("nan"), 3, 4]), "annotations[1]", "NaN"),
+        (lambda d: d["annotations"][3].update(bbox=[1, 2, -3, 4]), "annotations[3]", "negative box size"),
+        (lambda d: d["annotations"][5].update(image_id=99), "annotations[5]", "unknown image id 99"),
+        (lambda d: d["annotations"][0].update(video_id=5), "annotations[0]", "unknown video id 5"),
+        (lambda d: d["annotations"][0].update(video_id=2), "annotations[0]", "differs from its image"),
+        (lambda d: d["images"][3].update(video_id=9), "images[3]", "unknown video id 9"),
+        (lambda d: d["images"][1].update(frame_id=0), "images[1]", "duplicate frame_id"),
+        (lambda d: d["annotations"][4].pop("instance_id"), "annotations[4]", "missing field 'instance_id'"),
+        (lambda d: d["annotations"][4].update(category_id=1), "annotations[4]", "unknown category id 1"),
+        (lambda d: d["videos"][1].update(name="../x"), "videos[1]", "plain file name"),
+    ],
+)
+def test_annotation_errors_name_file_and_row(tmp_path: Path, mutate: Any, row: str, message: str) -> None:
+    doc = copy.deepcopy(_doc())
+    mutate(doc)
+    path = _write(tmp_path, doc)
+    with pytest.raises(InputError) as err:
+        read_tracking_annotation(path)
+    assert str(err.value).startswith(f"{path}, row {row}: ")
+    assert message in str(err.value)
+
+
+def test_annotation_not_json(tmp_path: Path) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text("{")
+    with pytest.raises(InputError, match=r"bad\.json"):
+        read_tracking_annotation(path)
+
+
+# ----------------------------------------------------------------------------------------- text and parquet
+
+
+def test_det_txt(tmp_path: Path) -> None:
+    path = tmp_path / "seq.txt"
+    path.write_text("1,-1,10,20,30,40,0.5,-1,-1,-1\n\n2,-1,1.5,2.5,3,4,0.9\n1,-1,0,0,1,1,0.7,-1,-1,-1\n")
+    df = read_det_txt(path, "seq")
+    assert df[["frame", "x", "y", "w", "h", "score"]].to_numpy().tolist() == [
+        [1, 0, 0, 1, 1, 0.7],
+        [1, 10, 20, 30, 40, 0.5],
+        [2, 1.5, 2.5, 3, 4, 0.9],
+    ]
+    path.write_text("1,-1,10,20,30,40,0.5\n2,-1,10,20,-3,40,0.5\n")
+    with pytest.raises(InputError, match=r"seq\.txt, row 2: negative box size"):
+        read_det_txt(path, "seq")
+    path.write_text("1,-1,10,20,30,40,0.5\n\n3,-1,x,20,3,40,0.5\n")
+    with pytest.raises(InputError, match=r"seq\.txt, row 3: not a number"):
+        read_det_txt(path, "seq")
+    path.write_text("0,-1,10,20,30,40,0.5\n")
+    with pytest.raises(InputError, match=r"row 1: frame must be an integer >= 1"):
+        read_det_txt(path, "seq")
+
+
+def test_detections_parquet_and_known_images(tmp_path: Path) -> None:
+    path = tmp_path / "d.parquet"
+    df = pd.DataFrame(
+        {
+            "sequence": ["s", "s"],
+            "frame": [2, 1],
+            "x": [0.0, 1],
+            "y": [0.0, 1],
+            "w": [1.0, 1],
+            "h": [1.0, 1],
+            "score": [0.5, 0.6],
+        }
+    )
+    write_parquet(path, df)
+    read = read_detections_parquet(path)
+    assert read["frame"].tolist() == [1, 2]
+    images = _images(["a", "b"], sequence="s")
+    check_detections_known(read, images, path)
+    with pytest.raises(InputError, match=r"row s frame 3: no image"):
+        check_detections_known(pd.concat([read, read.assign(frame=3)]), images, path)
+    with pytest.raises(InputError, match=r"row t frame 1: unknown sequence"):
+        check_detections_known(read.assign(sequence="t"), images, path)
+    write_parquet(path, df.assign(w=[1.0, np.nan]))
+    with pytest.raises(InputError, match=r"d\.parquet, row 1: NaN"):
+        read_detections_parquet(path)
+    write_parquet(path, df.drop(columns="score"))
+    with pytest.raises(InputError, match="missing columns"):
+        read_detections_parquet(path)

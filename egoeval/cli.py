@@ -7,7 +7,11 @@ import sys
 
 # subcommand -> (module, function, one-line help); function(argv: list[str]) -> int
 COMMANDS: dict[str, tuple[str, str, str]] = {
-    "score-norms": ("egoeval.egonormia.rescore", "main", "rescore EgoNormia predictions in the official eval-JSON layout"),
+    "score-norms": (
+        "egoeval.egonormia.rescore",
+        "main",
+        "rescore EgoNormia predictions in the official eval-JSON layout",
+    ),
     "score-tracks": ("egoeval.metrics.cli", "main", "score MOTChallenge tracker output (CLEAR, Identity, HOTA)"),
     "audit": ("egoeval.audit", "main", "check that reported numbers reproduce from pinned inputs"),
 }

@@ -1,0 +1,144 @@
+"""The one small interface every model backend speaks: a chat request in, the reply text out."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, ClassVar
+
+
+@dataclass(frozen=True)
+class TextPart:
+    text: str
+
+
+@dataclass(frozen=True)
+class ImagePart:
+    """An image given as JPEG bytes."""
+
+    jpeg: bytes = field(repr=False)
+
+    @cached_property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.jpeg).hexdigest()
+
+
+Part = TextPart | ImagePart
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str  # system | user | assistant
+    content: tuple[Part, ...]
+
+    @classmethod
+    def text(cls, role: str, text: str) -> Message:
+        return cls(role, (TextPart(text),))
+
+
+@dataclass(frozen=True)
+class Decoding:
+    temperature: float = 0.0
+    max_tokens: int = 1024
+    seed: int | None = None
+
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any]) -> Decoding:
+        """Decoding settings from a params model entry (``egonormia.model`` or a baseline)."""
+        seed = spec.get("seed")
+        return cls(
+            temperature=float(spec.get("temperature", 0.0)),
+            max_tokens=int(spec.get("max_tokens", 1024)),
+            seed=None if seed is None else int(seed),
+        )
+
+
+@dataclass(frozen=True)
+class Question:
+    """A structured view of a multiple-choice question, for baselines that do not read chat text."""
+
+    setting: str  # blind | pipeline | video
+    subtask: str  # action | justification | sensible
+    context: str  # the scene description (pipeline) or the situation text (blind); "" for video
+    options: tuple[str, ...]  # option texts in displayed order (numbered 1..n)
+    multi: bool  # True: pick every fitting option; False: pick exactly one
+    chosen_action: str | None = None  # justification: the text of the action chosen before
+
+
+def answer_line(choice: int | list[int]) -> str:
+    """The final line every reply ends with: ``Answer: 3`` (one option) or ``Answer: [1, 4]`` (several)."""
+    if isinstance(choice, list):
+        return f"Answer: [{', '.join(str(c) for c in choice)}]"
+    return f"Answer: {choice}"
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    messages: tuple[Message, ...]
+    decoding: Decoding = Decoding()
+    question: Question | None = None
+
+
+class BackendError(Exception):
+    """A model call that did not produce a reply; ``str(error)`` is a short reason safe to record."""
+
+
+class TransientError(BackendError):
+    """Retryable: 429, 5xx, dropped connections, timeouts, malformed or empty bodies."""
+
+    def __init__(self, reason: str, *, retry_after: float | None = None, overload: bool = False) -> None:
+        super().__init__(reason)
+        self.retry_after = retry_after
+        self.overload = overload  # the server asked us to slow down (429/503): the limiter backs off
+
+
+class PermanentError(BackendError):
+    """Not retryable: bad requests, authentication, refusals, a question the backend cannot answer."""
+
+
+class Backend(ABC):
+    """A model behind ``complete``; ``name`` is the registry name, ``model`` the display/model name."""
+
+    name: ClassVar[str]
+    supports_images: ClassVar[bool]
+
+    def __init__(self, model: str, concurrency: int = 1) -> None:
+        self.model = model
+        self.concurrency = concurrency
+
+    @classmethod
+    @abstractmethod
+    def from_spec(cls, spec: dict[str, Any]) -> Backend:
+        """Build from a params model entry."""
+
+    @abstractmethod
+    def complete(self, request: ChatRequest) -> str:
+        """The reply text; raises TransientError or PermanentError."""
+
+    def close(self) -> None:  # noqa: B027 - an optional hook; most backends hold nothing to release
+        """Release connections or other resources."""
+
+
+def _canonical_part(part: Part) -> dict[str, str]:
+    if isinstance(part, ImagePart):
+        return {"type": "image_jpeg", "sha256": part.sha256}
+    return {"type": "text", "text": part.text}
+
+
+def request_key(backend: str, model: str, request: ChatRequest) -> str:
+    """sha256 of canonical JSON: backend, model, every message (images by their sha256) and the decoding."""
+    payload = {
+        "backend": backend,
+        "model": model,
+        "messages": [{"role": m.role, "content": [_canonical_part(p) for p in m.content]} for m in request.messages],
+        "decoding": {
+            "temperature": request.decoding.temperature,
+            "max_tokens": request.decoding.max_tokens,
+            "seed": request.decoding.seed,
+        },
+    }
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

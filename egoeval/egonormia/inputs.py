@@ -1,0 +1,59 @@
+"""Reading the tables the model stages consume (items, frames index, descriptions), checked with InputError."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from egoeval.io import InputError
+
+
+def read_table(path: Path, columns: list[str]) -> pd.DataFrame:
+    """A parquet table with at least ``columns`` and unique string ids."""
+    if not path.is_file():
+        raise InputError(path, "file not found (run the stages before this one)")
+    table = pd.read_parquet(path)
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise InputError(path, f"missing columns {missing}")
+    duplicated = table["id"][table["id"].duplicated()]
+    if len(duplicated):
+        raise InputError(path, "duplicate id", row=duplicated.iloc[0])
+    return table
+
+
+def read_items(path: Path) -> pd.DataFrame:
+    """items.parquet: id and the 5 aligned behaviours and justifications of every clip."""
+    items = read_table(path, ["id", "behaviors", "justifications"])
+    for row in items.itertuples(index=False):
+        for column in ("behaviors", "justifications"):
+            options = getattr(row, column)
+            if len(options) != 5 or not all(isinstance(o, str) for o in options):
+                raise InputError(path, f"{column} must hold 5 strings", row=row.id)
+    return items
+
+
+class Unavailable(Exception):
+    """A clip's frames image or description cannot be had; the message (recorded as the error) says why."""
+
+
+class FrameStore:
+    """The frames stage's strips, one JPEG per clip, looked up through its index (failures recorded there)."""
+
+    def __init__(self, index: pd.DataFrame, frames_dir: Path) -> None:
+        self.frames_dir = frames_dir
+        self._rows = {row.id: (row.image, row.error) for row in index.itertuples(index=False)}
+
+    def jpeg(self, clip_id: str) -> bytes:
+        if clip_id not in self._rows:
+            raise Unavailable("frames unavailable: the clip is not in the frames index")
+        image, error = self._rows[clip_id]
+        if not image:
+            raise Unavailable(f"frames unavailable: {error or 'no image'}")
+        if Path(image).name != image or image in {".", ".."}:
+            raise Unavailable(f"frames unavailable: {image!r} is not a plain file name")
+        try:
+            return (self.frames_dir / image).read_bytes()
+        except OSError as error:
+            raise Unavailable(f"frames unavailable: cannot read {image}: {error.strerror}") from None

@@ -1,0 +1,104 @@
+"""Stage egonormia_describe: the scene description each clip's pipeline setting is given.
+
+``egonormia.describe.source``: ``dataset`` copies the pinned description text from items.parquet; ``model``
+asks the vision-language model of ``egonormia.model`` for one, given the frames image, through the same
+response cache, limiter and retries as inference. Output: data/egonormia/descriptions.parquet
+(id, description, source, error; error "" when fine), sorted by id. With ``model``, the stage writes nothing
+and fails when more than ``max_failure_rate`` of the clips failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from tqdm import tqdm
+
+from egoeval.backends import Decoding
+from egoeval.backends.client import ModelClient
+from egoeval.cache import ResponseCache, cache_dir, cache_only
+from egoeval.egonormia.inputs import FrameStore, Unavailable, read_table
+from egoeval.egonormia.prompts import describe_request
+from egoeval.io import InputError, atomic_write_bytes, load_params
+from egoeval.stage import TransientFailure, run_stage
+
+ITEMS = Path("data/egonormia/fetched/items.parquet")
+FRAMES = Path("data/egonormia/frames")
+OUT = Path("data/egonormia/descriptions.parquet")
+COLUMNS = ["id", "description", "source", "error"]
+CACHE_FILE = "responses.sqlite"
+
+
+def from_dataset(items: pd.DataFrame) -> pd.DataFrame:
+    """The pinned description of every clip; a clip without one gets an error."""
+    text = items["description"].fillna("").astype(str) if "description" in items else pd.Series("", items.index)
+    table = pd.DataFrame({"id": items["id"], "description": text, "source": "dataset"})
+    table["error"] = text.str.strip().eq("").map({True: "no description in the dataset", False: ""})
+    return table[COLUMNS].sort_values("id", ignore_index=True)
+
+
+def from_model(
+    items: pd.DataFrame, frames: FrameStore, model_spec: dict[str, Any], cache: ResponseCache
+) -> pd.DataFrame:
+    """Ask the model for a description of every clip's frames; failures are recorded, not raised."""
+    client = ModelClient.from_spec(model_spec, cache, cache_only=cache_only())
+    if not client.backend.supports_images:
+        client.close()
+        raise InputError(
+            "params.yaml",
+            f"egonormia.model backend {model_spec['backend']!r} cannot see images; "
+            "describe.source 'model' needs a vision-language model",
+        )
+    decoding = Decoding.from_spec(model_spec)
+    source = f"model:{model_spec['name']}"
+
+    def describe(clip_id: str) -> dict[str, Any]:
+        try:
+            done = client.complete(describe_request(frames.jpeg(clip_id), decoding))
+        except Unavailable as error:
+            return {"id": clip_id, "description": "", "source": source, "error": str(error)}
+        return {"id": clip_id, "description": done.response or "", "source": source, "error": done.error}
+
+    try:
+        with ThreadPoolExecutor(client.backend.concurrency, "describe") as pool:
+            ids = list(items["id"])
+            rows = list(tqdm(pool.map(describe, ids), total=len(ids), desc="describe", unit="clip", file=sys.stderr))
+    finally:
+        client.close()
+    return pd.DataFrame(rows, columns=COLUMNS).sort_values("id", ignore_index=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(description=__doc__).parse_args(argv)
+
+    def run() -> None:
+        params = load_params("egonormia")
+        source = params["describe"]["source"]
+        items = read_table(ITEMS, ["id"])
+        if source == "dataset":
+            table = from_dataset(items)
+        elif source == "model":
+            frames = FrameStore(read_table(FRAMES / "index.parquet", ["id", "image", "error"]), FRAMES)
+            with ResponseCache(cache_dir(params["infer"]["cache_dir"]) / CACHE_FILE) as cache:
+                table = from_model(items, frames, params["model"], cache)
+            failed = table[table["error"] != ""]
+            limit = float(params["describe"].get("max_failure_rate", params["infer"]["max_failure_rate"]))
+            if len(table) and len(failed) / len(table) > limit:
+                named = "; ".join(f"{r.id}: {r.error}" for r in failed.head(20).itertuples())
+                raise TransientFailure(f"{len(failed)} of {len(table)} descriptions failed; nothing written: {named}")
+        else:
+            raise InputError("params.yaml", f"egonormia.describe.source must be dataset or model, not {source!r}")
+        atomic_write_bytes(OUT, table.to_parquet(index=False))
+        for row in table[table["error"] != ""].itertuples():
+            print(f"describe: {row.id}: {row.error}", file=sys.stderr)
+        print(f"describe: {len(table)} clips ({source}) written to {OUT}", file=sys.stderr)
+
+    return run_stage(run)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

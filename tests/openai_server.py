@@ -1,0 +1,264 @@
+"""A real OpenAI-compatible chat completions server on 127.0.0.1, for tests and benchmarks.
+
+``OpenAIServer`` runs http.server.ThreadingHTTPServer in a background thread on an ephemeral port. It has a
+fixed latency, a scripted answer policy (``KeyedPolicy`` answers EgoNormia questions correctly from an
+answer key by reading the displayed options back out of the prompt), and fault injection: by schedule
+(the n-th request overall), per distinct request (its first k attempts) or at random by fraction. It
+records every request (headers and JSON body) and the peak number of requests in flight.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+FAULTS = ("429", "400", "401", "500", "503", "drop", "timeout", "malformed", "empty", "refusal")
+Policy = Callable[[dict[str, Any]], str]
+_OPTION = re.compile(r"^([1-9])\. (.*)$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Recorded:
+    headers: dict[str, str]
+    body: dict[str, Any]
+    fault: str | None
+
+
+def last_user_text(body: Mapping[str, Any]) -> str:
+    """The text of the last user message (string content or its text parts)."""
+    for message in reversed(body["messages"]):
+        if message["role"] == "user":
+            content = message["content"]
+            if isinstance(content, str):
+                return content
+            return "\n".join(part["text"] for part in content if part.get("type") == "text")
+    return ""
+
+
+def default_policy(body: dict[str, Any]) -> str:
+    """Always option 1 (or [1] when several may be picked); a short text when there are no options."""
+    text = last_user_text(body)
+    if not _OPTION.search(text):
+        return "A person stands in a kitchen talking to a friend."
+    return "Let me think step by step.\nAnswer: [1]" if "Answer: [" in text else "Let me think step by step.\nAnswer: 1"
+
+
+class KeyedPolicy:
+    """Answers correctly from an answer key: each clip is recognised by the set of its displayed options.
+
+    ``clips``: per clip, its displayed action texts, the correct action text, the displayed justification
+    texts, the correct justification text and the sensible action texts (all as the prompt shows them).
+    """
+
+    def __init__(self, clips: Iterable[Mapping[str, Any]]) -> None:
+        self._single: dict[frozenset[str], str] = {}
+        self._multi: dict[frozenset[str], set[str]] = {}
+        for clip in clips:
+            self._single[frozenset(clip["behaviors"])] = clip["correct_behavior"]
+            self._single[frozenset(clip["justifications"])] = clip["correct_justification"]
+            self._multi[frozenset(clip["behaviors"])] = set(clip["sensible"])
+
+    def __call__(self, body: dict[str, Any]) -> str:
+        text = last_user_text(body)
+        options = {int(n): option.strip() for n, option in _OPTION.findall(text)}
+        shown = frozenset(options.values())
+        if "Answer: [" in text:
+            picked = sorted(n for n, option in options.items() if option in self._multi[shown])
+            return f"Reasoning about each option.\nAnswer: [{', '.join(map(str, picked))}]"
+        correct = self._single[shown]
+        return f"Reasoning step by step.\nAnswer: {next(n for n, o in options.items() if o == correct)}"
+
+
+class OpenAIServer:
+    def __init__(
+        self,
+        *,
+        latency_s: float = 0.0,
+        policy: Policy = default_policy,
+        schedule: Sequence[str | None] = (),
+        per_request: Sequence[str] = (),
+        fault_rate: float = 0.0,
+        fault_kinds: Sequence[str] = ("500",),
+        retry_after: float | None = 0.0,
+        hang_s: float = 2.0,
+        seed: int = 0,
+    ) -> None:
+        """``schedule[n]`` is the fault of the n-th request overall; ``per_request[k]`` the fault of the k-th
+        attempt of each distinct request body; otherwise a fault from ``fault_kinds`` with ``fault_rate``."""
+        for fault in [*schedule, *per_request, *fault_kinds]:
+            if fault is not None and fault not in FAULTS:
+                raise ValueError(f"unknown fault {fault!r}; known: {FAULTS}")
+        self.latency_s = latency_s
+        self.policy = policy
+        self.schedule = list(schedule)
+        self.per_request = list(per_request)
+        self.fault_rate = fault_rate
+        self.fault_kinds = list(fault_kinds)
+        self.retry_after = retry_after
+        self.hang_s = hang_s
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self._attempts: dict[str, int] = {}
+        self._in_flight = 0
+        self.peak_in_flight = 0
+        self.requests: list[Recorded] = []
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        """The base URL to give a client (``.../v1``)."""
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def start(self) -> OpenAIServer:
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="openai-server", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread:
+            self._thread.join()
+
+    def __enter__(self) -> OpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _admit(self, headers: dict[str, str], body: dict[str, Any]) -> str | None:
+        """Record the request and choose its fault (None: answer normally)."""
+        digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+        with self._lock:
+            index = len(self.requests)
+            attempt = self._attempts.get(digest, 0)
+            self._attempts[digest] = attempt + 1
+            if index < len(self.schedule):
+                fault = self.schedule[index]
+            elif attempt < len(self.per_request):
+                fault = self.per_request[attempt]
+            elif self.fault_rate and self._rng.random() < self.fault_rate:
+                fault = self._rng.choice(self.fault_kinds)
+            else:
+                fault = None
+            self.requests.append(Recorded(headers, body, fault))
+            self._in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self._in_flight)
+        return fault
+
+    def _done(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+
+
+def _completion(content: str | None, refusal: str | None = None) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "test",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content, "refusal": refusal},
+                "finish_reason": "stop",
+            }
+        ],
+    }
+
+
+def _make_handler(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, as real servers do
+        disable_nagle_algorithm = True  # header and body go out in separate writes
+
+        def log_message(self, format: str, *args: object) -> None:
+            """Quiet."""
+
+        def _send(self, status: int, payload: bytes, headers: Mapping[str, str] | None = None) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def do_GET(self) -> None:
+            if self.path.rstrip("/") != "/v1/stats":
+                self._send(404, b'{"error": {"message": "not found"}}')
+                return
+            with server._lock:
+                stats = {"requests": len(server.requests), "peak_in_flight": server.peak_in_flight}
+            self._send(200, json.dumps(stats).encode())
+
+        def do_POST(self) -> None:
+            raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            if self.path.rstrip("/") != "/v1/chat/completions":
+                self._send(404, b'{"error": {"message": "not found"}}')
+                return
+            body = json.loads(raw)
+            fault = server._admit(dict(self.headers.items()), body)
+            try:
+                time.sleep(server.latency_s)
+                self._respond(fault, body)
+            finally:
+                server._done()
+
+        def _respond(self, fault: str | None, body: dict[str, Any]) -> None:
+            error = {"error": {"message": f"injected {fault}"}}
+            if fault in {"drop", "timeout"}:
+                if fault == "timeout":
+                    time.sleep(server.hang_s)
+                self.close_connection = True  # no response at all
+            elif fault == "429":
+                retry = {} if server.retry_after is None else {"Retry-After": str(server.retry_after)}
+                self._send(429, json.dumps(error).encode(), retry)
+            elif fault in {"400", "500", "503"}:
+                self._send(int(fault), json.dumps(error).encode())
+            elif fault == "401":  # echoes the credentials back, as a careless proxy might
+                echo = {"error": {"message": f"bad key in {self.headers.get('Authorization')}"}}
+                self._send(401, json.dumps(echo).encode())
+            elif fault == "malformed":
+                self._send(200, b'{"choices": [{"message": ')
+            elif fault == "empty":
+                self._send(200, b"")
+            elif fault == "refusal":
+                self._send(200, json.dumps(_completion(None, "I cannot help with that.")).encode())
+            else:
+                self._send(200, json.dumps(_completion(server.policy(body))).encode())
+
+    return Handler
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve in the foreground (a separate process keeps the server off the client's GIL); prints the URL."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--latency-s", type=float, default=0.0)
+    args = parser.parse_args(argv)
+    server = OpenAIServer(latency_s=args.latency_s)
+    print(server.url, flush=True)
+    try:
+        server._httpd.serve_forever(poll_interval=0.02)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server._httpd.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,430 @@
+"""Backends, the response cache and the limiter, against a real HTTP server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import base64
+import io
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from email.utils import formatdate
+from pathlib import Path
+
+import pytest
+from openai_server import OpenAIServer
+from PIL import Image
+
+from egoeval.backends import (
+    ChatRequest,
+    Decoding,
+    ImagePart,
+    Message,
+    PermanentError,
+    Question,
+    TextPart,
+    TransientError,
+    make_backend,
+    request_key,
+)
+from egoeval.backends.client import ModelClient
+from egoeval.backends.openai import parse_retry_after
+from egoeval.cache import ResponseCache
+from egoeval.io import InputError
+from egoeval.limiter import AdaptiveLimiter, Outcome, RetriesExhausted, call_with_retries
+
+KEY_ENV = "EGOEVAL_TEST_API_KEY"
+SECRET = "sk-test-0123456789-very-secret"
+ANSWER = re.compile(r"\nAnswer: (\d|\[(\d(, \d)*)?\])$")
+
+
+def jpeg(color: tuple[int, int, int] = (200, 30, 30), size: tuple[int, int] = (64, 32)) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", size, color).save(buffer, format="JPEG")
+    return buffer.getvalue()
+
+
+def spec(server: OpenAIServer, **extra: object) -> dict[str, object]:
+    return {
+        "backend": "openai",
+        "name": "test-vlm",
+        "base_url": server.url,
+        "api_key_env": KEY_ENV,
+        "concurrency": 4,
+        "timeout_s": 5,
+        "max_retries": 3,
+        "retry_base_s": 0.01,
+        "retry_max_s": 0.05,
+        **extra,
+    }
+
+
+def chat(text: str = "Which? 1. a\n2. b\nAnswer: N", image: bytes | None = None) -> ChatRequest:
+    parts = (ImagePart(image), TextPart(text)) if image else (TextPart(text),)
+    return ChatRequest((Message.text("system", "Be brief."), Message("user", parts)), Decoding(0.0, 64, None))
+
+
+def question_request(multi: bool, context: str, options: tuple[str, ...], setting: str = "pipeline") -> ChatRequest:
+    subtask = "sensible" if multi else "action"
+    q = Question(setting, subtask, context, options, multi)
+    return ChatRequest((Message.text("user", f"{context} {options} {multi}"),), Decoding(), q)
+
+
+# ------------------------------------------------------------------ request keys
+
+
+def test_request_key_depends_on_everything_that_shapes_the_reply() -> None:
+    image = jpeg()
+    base = chat(image=image)
+    key = request_key("openai", "m", base)
+    assert key == request_key("openai", "m", chat(image=bytes(image)))  # equal content, new objects
+    assert re.fullmatch(r"[0-9a-f]{64}", key)
+    variants = [
+        request_key("random", "m", base),
+        request_key("openai", "m2", base),
+        request_key("openai", "m", chat(image=jpeg((10, 10, 10)))),
+        request_key("openai", "m", chat("other text", image=image)),
+        request_key("openai", "m", ChatRequest(base.messages, Decoding(0.7, 64, None))),
+        request_key("openai", "m", ChatRequest(base.messages, Decoding(0.0, 65, None))),
+        request_key("openai", "m", ChatRequest(base.messages, Decoding(0.0, 64, 1))),
+    ]
+    assert len({key, *variants}) == len(variants) + 1
+
+
+def test_image_enters_the_key_by_its_sha256() -> None:
+    import hashlib
+
+    image = jpeg()
+    assert ImagePart(image).sha256 == hashlib.sha256(image).hexdigest()
+
+
+# ------------------------------------------------------------------ openai backend over HTTP
+
+
+def test_openai_sends_images_as_data_urls_and_the_key_from_the_environment(monkeypatch) -> None:
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    image = jpeg()
+    with OpenAIServer() as server:
+        backend = make_backend(spec(server))
+        try:
+            reply = backend.complete(chat(image=image))
+            monkeypatch.delenv(KEY_ENV)
+            backend.complete(chat())  # the key is read at call time: gone from the env, gone from the request
+        finally:
+            backend.close()
+    assert reply.endswith("Answer: 1")
+    first, second = server.requests
+    assert first.headers["Authorization"] == f"Bearer {SECRET}"
+    assert "Authorization" not in second.headers
+    parts = first.body["messages"][1]["content"]
+    assert parts[0]["type"] == "image_url"
+    url = parts[0]["image_url"]["url"]
+    assert url.startswith("data:image/jpeg;base64,")
+    assert base64.b64decode(url.split(",", 1)[1]) == image
+    assert parts[1] == {"type": "text", "text": "Which? 1. a\n2. b\nAnswer: N"}
+    assert first.body["model"] == "test-vlm" and first.body["max_tokens"] == 64 and "seed" not in first.body
+    assert SECRET not in repr(vars(backend))
+
+
+@pytest.mark.parametrize(
+    ("fault", "kind", "reason"),
+    [
+        ("429", TransientError, "http 429"),
+        ("500", TransientError, "http 500"),
+        ("503", TransientError, "http 503"),
+        ("drop", TransientError, "connection error"),
+        ("timeout", TransientError, "timeout"),
+        ("malformed", TransientError, "malformed response body"),
+        ("empty", TransientError, "empty response body"),
+        ("refusal", PermanentError, "refusal: I cannot help with that."),
+        ("400", PermanentError, "http 400"),
+        ("401", PermanentError, "http 401"),
+    ],
+)
+def test_faults_map_to_transient_or_permanent(monkeypatch, fault: str, kind: type, reason: str) -> None:
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    with OpenAIServer(schedule=[fault], retry_after=1.5, hang_s=1.0) as server:
+        backend = make_backend(spec(server, timeout_s=0.3))
+        try:
+            with pytest.raises(kind) as caught:
+                backend.complete(chat())
+        finally:
+            backend.close()
+    message = str(caught.value)
+    assert message.startswith(reason)
+    assert SECRET not in message  # the 401 body echoes the Authorization header back
+    if fault == "429":
+        assert caught.value.retry_after == 1.5 and caught.value.overload
+    if fault == "500":
+        assert not caught.value.overload
+
+
+def test_retry_after_parses_seconds_and_http_dates() -> None:
+    assert parse_retry_after("3") == 3.0
+    assert parse_retry_after("0.25") == 0.25
+    assert parse_retry_after(None) is None
+    assert parse_retry_after("soon") is None
+    in_ten = parse_retry_after(formatdate(time.time() + 10, usegmt=True))
+    assert in_ten is not None and 8 < in_ten <= 10
+
+
+# ------------------------------------------------------------------ retries, cache, limiter
+
+
+def test_transient_faults_are_retried_then_cached_and_never_sent_again(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    with OpenAIServer(schedule=["429", "500", "drop", "503"]) as server, ResponseCache(tmp_path / "c.sqlite") as cache:
+        client = ModelClient.from_spec(spec(server, max_retries=4), cache)
+        try:
+            done = client.complete(chat())
+            again = client.complete(chat())
+        finally:
+            client.close()
+    assert done.error == "" and done.response.endswith("Answer: 1")
+    assert [r.fault for r in server.requests] == ["429", "500", "drop", "503", None]
+    assert again == done and client.hits == 1 and len(server.requests) == 5
+    assert len(cache_rows(tmp_path / "c.sqlite")) == 1
+    assert_secret_absent(tmp_path)
+
+
+def test_retries_exhausted_are_reported_and_not_cached(tmp_path: Path) -> None:
+    with OpenAIServer(per_request=["503"] * 10) as server, ResponseCache(tmp_path / "c.sqlite") as cache:
+        client = ModelClient.from_spec(spec(server, max_retries=2), cache)
+        try:
+            done = client.complete(chat())
+        finally:
+            client.close()
+    assert done.response is None and done.error == "http 503 after 2 retries"
+    assert len(server.requests) == 3 and len(cache_rows(tmp_path / "c.sqlite")) == 0
+
+
+def test_permanent_errors_are_not_retried(tmp_path: Path) -> None:
+    with OpenAIServer(per_request=["400"] * 10) as server, ResponseCache(tmp_path / "c.sqlite") as cache:
+        client = ModelClient.from_spec(spec(server), cache)
+        try:
+            done = client.complete(chat())
+        finally:
+            client.close()
+    assert done.response is None and done.error.startswith("http 400")
+    assert len(server.requests) == 1
+
+
+def test_call_with_retries_honours_retry_after() -> None:
+    calls: list[float] = []
+
+    def flaky() -> str:
+        calls.append(time.monotonic())
+        if len(calls) < 2:
+            raise TransientError("http 429", retry_after=0.2, overload=True)
+        return "ok"
+
+    import random
+
+    limiter = AdaptiveLimiter(4)
+    assert (
+        call_with_retries(flaky, max_retries=3, base_delay=0.01, max_delay=0.02, rng=random.Random(0), limiter=limiter)
+        == "ok"
+    )
+    assert calls[1] - calls[0] >= 0.2
+    assert limiter.limit == 2  # one overload halved 4 -> 2; one success is not yet enough to grow
+    with pytest.raises(RetriesExhausted, match="boom after 1 retries"):
+        call_with_retries(
+            lambda: (_ for _ in ()).throw(TransientError("boom")),
+            max_retries=1,
+            base_delay=0.001,
+            max_delay=0.001,
+            rng=random.Random(0),
+        )
+
+
+def test_limiter_halves_once_per_burst_and_grows_back() -> None:
+    limiter = AdaptiveLimiter(8)
+    epochs = [limiter.acquire() for _ in range(8)]
+    for epoch in epochs[:4]:  # four 429s from calls that all started before the first decrease
+        limiter.release(epoch, Outcome.OVERLOAD)
+    assert limiter.limit == 4
+    for epoch in epochs[4:]:
+        limiter.release(epoch, Outcome.FAILURE)
+    for expected in (2, 1, 1):  # fresh overloads keep halving, never below 1
+        limiter.release(limiter.acquire(), Outcome.OVERLOAD)
+        assert limiter.limit == expected
+    grown = []
+    for _ in range(1 + 2 + 3 + 4 + 5 + 6 + 7 + 10):
+        limiter.release(limiter.acquire(), Outcome.SUCCESS)
+        grown.append(limiter.limit)
+    assert grown[0] == 2 and grown[2] == 3 and limiter.limit == 8  # +1 per `limit` successes, capped at max
+
+
+def test_limiter_never_lets_more_than_the_limit_in() -> None:
+    limiter = AdaptiveLimiter(3)
+    inside = 0
+    peak = 0
+    lock = threading.Lock()
+
+    def work() -> None:
+        nonlocal inside, peak
+        for _ in range(20):
+            epoch = limiter.acquire()
+            with lock:
+                inside += 1
+                peak = max(peak, inside)
+            time.sleep(0.001)
+            with lock:
+                inside -= 1
+            limiter.release(epoch, Outcome.SUCCESS)
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert peak == 3 == limiter.peak_in_flight
+
+
+def test_calls_run_concurrently_up_to_the_limit(tmp_path: Path) -> None:
+    latency, concurrency, n = 0.05, 8, 96
+    with OpenAIServer(latency_s=latency) as server, ResponseCache(tmp_path / "c.sqlite") as cache:
+        client = ModelClient.from_spec(spec(server, concurrency=concurrency), cache)
+        from concurrent.futures import ThreadPoolExecutor
+
+        start = time.monotonic()
+        with ThreadPoolExecutor(concurrency) as pool:
+            done = list(pool.map(client.complete, [chat(f"question {i}") for i in range(n)]))
+        elapsed = time.monotonic() - start
+        client.close()
+    bound = n * latency / concurrency
+    assert all(d.error == "" for d in done)
+    assert elapsed < 2 * bound, f"{elapsed:.3f}s for {n} calls, bound {bound:.3f}s"
+    assert server.peak_in_flight <= concurrency
+
+
+def test_overload_makes_the_client_back_off(tmp_path: Path) -> None:
+    with OpenAIServer(per_request=["429"], retry_after=0.0) as server, ResponseCache(tmp_path / "c.sqlite") as cache:
+        client = ModelClient.from_spec(spec(server, concurrency=8), cache)
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(8) as pool:
+            done = list(pool.map(client.complete, [chat(f"q{i}") for i in range(16)]))
+        client.close()
+    assert all(d.error == "" for d in done)
+    assert client.limiter.limit < 8  # every request met one 429 first
+
+
+# ------------------------------------------------------------------ the cache itself
+
+
+def cache_rows(path: Path) -> list[tuple[str, str]]:
+    with sqlite3.connect(path) as connection:
+        return connection.execute("SELECT key, response FROM responses").fetchall()
+
+
+def assert_secret_absent(root: Path) -> None:
+    for file in root.rglob("*"):
+        if file.is_file():
+            assert SECRET.encode() not in file.read_bytes(), file
+
+
+def test_cache_survives_sigkill_and_keeps_the_first_value(tmp_path: Path) -> None:
+    db = tmp_path / "c.sqlite"
+    script = (
+        "import os, signal\nfrom egoeval.cache import ResponseCache\n"
+        f"cache = ResponseCache({str(db)!r})\n"
+        "for i in range(50):\n    cache.put(f'k{i}', f'v{i}', {'i': i})\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], check=False)
+    assert result.returncode == -signal.SIGKILL
+    with ResponseCache(db) as cache:
+        assert len(cache) == 50 and cache.get("k49") == "v49" and cache.get("nope") is None
+        assert cache.put("k0", "other", {}) == "v0"  # first value wins, and is what the caller gets
+
+
+def test_cache_takes_writes_from_many_threads_and_processes(tmp_path: Path) -> None:
+    db = tmp_path / "c.sqlite"
+    script = (
+        "import sys\nfrom egoeval.cache import ResponseCache\n"
+        f"cache = ResponseCache({str(db)!r})\n"
+        "for i in range(100):\n    cache.put(f'{sys.argv[1]}-{i}', 'x' * 100, {})\n"
+    )
+    env = {**os.environ}
+    procs = [subprocess.Popen([sys.executable, "-c", script, f"p{j}"], env=env) for j in range(3)]
+    with ResponseCache(db) as cache:
+        threads = [
+            threading.Thread(target=lambda t=t: [cache.put(f"t{t}-{i}", "y", {}) for i in range(100)]) for t in range(4)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert all(p.wait(timeout=60) == 0 for p in procs)
+        assert len(cache) == 700
+
+
+# ------------------------------------------------------------------ baselines
+
+
+def test_random_baseline_is_seeded_uniform_and_answers_in_format() -> None:
+    backend = make_backend({"backend": "random", "name": "chance", "seed": 0})
+    other_seed = make_backend({"backend": "random", "name": "chance", "seed": 1})
+    options = ("a", "b", "c", "d", "None of the above")
+    requests = [question_request(False, f"scene {i}", options) for i in range(1000)]
+    replies = [backend.complete(r) for r in requests]
+    assert replies == [backend.complete(r) for r in requests]
+    assert all(ANSWER.search(r) for r in replies)
+    picks = [int(r.rsplit(" ", 1)[1]) for r in replies]
+    counts = [picks.count(k) for k in range(1, 6)]
+    assert all(150 < c < 250 for c in counts), counts  # uniform: 200 each, sd ~12.6
+    assert sum(a != b for a, b in zip(replies, map(other_seed.complete, requests), strict=True)) > 600
+    multi = backend.complete(question_request(True, "scene", options))
+    assert ANSWER.search(multi)
+    with pytest.raises(PermanentError):
+        backend.complete(chat())
+
+
+def test_minilm_baseline_loads_offline_and_picks_the_related_option() -> None:
+    assert os.environ.get("HF_HUB_OFFLINE") == "1"
+    backend = make_backend({"backend": "minilm", "name": "all-MiniLM-L6-v2"})
+    assert not backend.supports_images
+    options = (
+        "Fly a kite on the beach",
+        "Stir the pasta so it does not stick to the pot",
+        "Repair the bicycle chain",
+        "Feed the cat",
+        "None of the above",
+    )
+    context = "You are cooking spaghetti in a pot of boiling water in your kitchen."
+    reply = backend.complete(question_request(False, context, options))
+    assert reply.endswith("\nAnswer: 2")
+    multi = backend.complete(question_request(True, context, options))
+    assert ANSWER.search(multi) and "2" in multi.rsplit("Answer:", 1)[1]
+    justification = Question(
+        "pipeline",
+        "justification",
+        context,
+        (
+            "Kites need wind",
+            "Pasta sticks together when it is not stirred",
+            "Cats get hungry",
+            "Chains rust",
+            "None of the above",
+        ),
+        False,
+        options[1],
+    )
+    reply = backend.complete(ChatRequest((Message.text("user", "j"),), Decoding(), justification))
+    assert reply.endswith("\nAnswer: 2")
+    with pytest.raises(PermanentError):
+        backend.complete(question_request(False, "", options, setting="video"))
+
+
+def test_bad_model_entries_are_input_errors_naming_params() -> None:
+    with pytest.raises(InputError, match=r"params.yaml: unknown backend 'gpt' for model 'x'; known: openai, random"):
+        make_backend({"backend": "gpt", "name": "x"})
+    with pytest.raises(InputError, match="needs base_url"):
+        make_backend({"backend": "openai", "name": "x", "base_url": None})
+    with pytest.raises(InputError, match="needs a name"):
+        make_backend({"backend": "random"})

@@ -37,3 +37,36 @@ def video_factory(tmp_path: Path):
         return write_test_video(tmp_path / name, **kwargs)
 
     return make
+
+
+def copy_repo(destination: Path) -> Path:
+    """A fresh-clone-like copy of this repository (tracked and untracked-not-ignored files) with its own git."""
+    import shutil
+    import subprocess
+
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    ).stdout
+    for name in filter(None, listed.decode().split("\0")):
+        source = REPO / name
+        if source.is_file():
+            (destination / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, destination / name)
+    subprocess.run(["git", "init", "-q"], cwd=destination, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=destination, check=True)
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "copy"], cwd=destination, check=True
+    )
+    return destination
+
+
+def tool_env(**extra: str) -> dict[str, str]:
+    """The environment for running the project's tools (dvc, python -m stages...) from this venv."""
+    import sys
+
+    env = {**os.environ, **extra}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    return env

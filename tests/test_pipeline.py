@@ -1,0 +1,136 @@
+"""The whole DVC pipeline on the bundled sample, run for real with `dvc repro` in a temporary copy."""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REPO, copy_repo, tool_env
+from openai_server import KeyedPolicy, OpenAIServer
+
+pytestmark = pytest.mark.slow
+CANARY = "sk-canary-" + secrets.token_hex(12)  # made at run time, so no source file holds it
+
+
+def dvc(root: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["dvc", *args], cwd=root, env=tool_env(**env), capture_output=True, text=True, check=False)
+
+
+def ran_stages(output: str) -> list[str]:
+    return re.findall(r"Running stage '([^']+)'", output)
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = copy_repo(tmp_path_factory.mktemp("repo"))
+    run = dvc(root, "repro")
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    return root
+
+
+def test_repro_reproduces_the_committed_metrics(workspace: Path) -> None:
+    for name in ("metrics/egonormia.json", "metrics/egohumans.json", "plots/egonormia/categories.csv"):
+        assert (workspace / name).read_bytes() == (REPO / name).read_bytes(), name
+    metrics = json.loads((workspace / "metrics/egonormia.json").read_text())
+    assert set(metrics) == {"blind", "pipeline", "video"}
+    for setting in metrics.values():
+        for model in setting.values():
+            assert {"action", "justification", "both", "sensible_iou"} <= set(model)
+            assert all(0 <= model[m] <= 100 for m in ("action", "justification", "both", "sensible_iou"))
+    tracking = json.loads((workspace / "metrics/egohumans.json").read_text())
+    assert set(tracking) == {"bytetrack-gt", "bytetrack-file", "botsort-gt", "botsort-file"}
+
+
+def test_second_repro_runs_nothing_and_is_fast(workspace: Path) -> None:
+    start = time.perf_counter()
+    run = dvc(workspace, "repro")
+    elapsed = time.perf_counter() - start
+    assert run.returncode == 0 and ran_stages(run.stdout) == []
+    assert elapsed < 3.0, f"a no-op dvc repro took {elapsed:.2f} s"
+
+
+def test_a_scoring_param_reruns_only_the_scoring_stage(workspace: Path) -> None:
+    params = yaml.safe_load((workspace / "params.yaml").read_text())
+    params["egonormia"]["score"]["bootstrap_samples"] = 200
+    (workspace / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    run = dvc(workspace, "repro")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert ran_stages(run.stdout) == ["egonormia_score"]
+    metrics = yaml.safe_load((workspace / "dvc.lock").read_text())["stages"]["egonormia_score"]["params"]
+    assert metrics["params.yaml"]["egonormia.score"]["bootstrap_samples"] == 200
+
+
+def test_openai_backend_runs_every_setting_with_no_code_change(workspace: Path) -> None:
+    """Only params.yaml changes: a loopback OpenAI-compatible server answers every question correctly."""
+    import pandas as pd
+
+    from egoeval.egonormia.prompts import displayed_options, permutation
+
+    items = pd.read_parquet(workspace / "data/egonormia/fetched/items.parquet")
+    params = yaml.safe_load((workspace / "params.yaml").read_text())
+    seed = params["egonormia"]["infer"]["seed"]
+    clips = []
+    for row in items.itertuples(index=False):
+        behaviors = displayed_options(list(row.behaviors), permutation(seed, row.id, "action"))
+        justifications = displayed_options(list(row.justifications), permutation(seed, row.id, "justification"))
+        shown = displayed_options(list(row.behaviors), list(range(5)))
+        clips.append(
+            {
+                "behaviors": behaviors,
+                "correct_behavior": shown[row.correct_idx],
+                "justifications": justifications,
+                "correct_justification": displayed_options(list(row.justifications), list(range(5)))[row.correct_idx],
+                "sensible": [shown[i] for i in row.sensible_idx],
+            }
+        )
+    with OpenAIServer(policy=KeyedPolicy(clips), fault_rate=0.2, fault_kinds=("500", "429", "drop")) as server:
+        params["egonormia"]["model"].update(
+            backend="openai",
+            name="loopback-vlm",
+            base_url=server.url,
+            api_key_env="EGOEVAL_TEST_KEY",
+            concurrency=4,
+            timeout_s=5,
+            max_retries=8,
+        )
+        params["egonormia"]["baselines"] = []
+        (workspace / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+        run = dvc(workspace, "repro", "egonormia_score", EGOEVAL_TEST_KEY=CANARY)
+        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+        assert ran_stages(run.stdout) == ["egonormia_describe", "egonormia_infer", "egonormia_parse", "egonormia_score"]
+        requests = list(server.requests)
+
+    metrics = json.loads((workspace / "metrics/egonormia.json").read_text())
+    for setting in ("blind", "pipeline", "video"):
+        numbers = metrics[setting]["loopback-vlm"]
+        assert numbers["n"] == len(items)
+        # the server knows the answer key: every answer comes back right through the recorded permutations
+        assert numbers["action"] == numbers["justification"] == numbers["both"] == 100.0
+        # IoU is 0 when both sets are empty (official rule), so a perfect model loses the None-is-correct clips
+        with_sensible = sum(len(s) > 0 for s in items["sensible_idx"])
+        assert numbers["sensible_iou"] == pytest.approx(100.0 * with_sensible / len(items), abs=1e-9)
+    assert any(r.fault for r in requests), "the server injected no faults"
+    images = [
+        part["image_url"]["url"]
+        for r in requests
+        for message in r.body["messages"]
+        if isinstance(message["content"], list)
+        for part in message["content"]
+        if part.get("type") == "image_url"
+    ]
+    assert images and all(url.startswith("data:image/jpeg;base64,") for url in images)
+    assert all(r.headers.get("Authorization") == f"Bearer {CANARY}" for r in requests)
+
+    # The key reached the server and nowhere else: no file of the workspace, DVC cache or response cache holds it.
+    leaks = [
+        str(path)
+        for path in workspace.rglob("*")
+        if path.is_file() and ".git" not in path.parts and CANARY.encode() in path.read_bytes()
+    ]
+    assert leaks == []

@@ -1,7 +1,8 @@
 """MOTChallenge text files: reading with validation, exact writing, and finding sequences in a folder.
 
 One box per line: ``frame, id, x, y, w, h, conf[, class, visibility, ...]`` (6 to 10 fields, comma or
-whitespace separated), frames 1-based. Ground truth follows TrackEval's MOT15 semantics: a row whose
+whitespace separated), frames 1-based, ids integers >= 0 and unique within a frame, no NaN or infinity,
+no negative width or height. Ground truth follows TrackEval's MOT15 semantics: a row whose
 ``conf`` truncates to 0 (``int(conf) == 0``, TrackEval's ``zero_marked``) is dropped; class and
 visibility are not used. Tracker rows are all kept.
 """
@@ -170,6 +171,7 @@ def _validate(path: Path, data: bytes, values: np.ndarray) -> None:
         ((values[:, 0] != np.floor(values[:, 0])) | (np.abs(values[:, 0]) >= _MAX_INT), "frame is not an integer"),
         ((values[:, 1] != np.floor(values[:, 1])) | (np.abs(values[:, 1]) >= _MAX_INT), "id is not an integer"),
         (values[:, 0] < 1, "frame must be >= 1 (frames are 1-based)"),
+        (values[:, 1] < 0, "id must be >= 0 (TrackEval would merge a negative id with another one)"),
     ]
     for bad, message in checks:
         if bad.any():

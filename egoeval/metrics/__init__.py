@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from tqdm import tqdm
 
 from egoeval.metrics.base import Metric, Result, SequenceData
 from egoeval.metrics.clear import CLEAR
@@ -50,7 +51,7 @@ def evaluate(
         raise ValueError("no ground-truth sequences to evaluate")
     units = metric_units(iou_threshold)
     per_seq: dict[str, dict[str, Result]] = {}
-    for name in sorted(gt):
+    for name in tqdm(sorted(gt), desc="scoring sequences", unit="seq", disable=None, leave=False):
         data = sequence_data(gt[name], pred[name] if name in pred else empty_frame(), seq_lengths.get(name))
         per_seq[name] = {unit.name: unit.eval_sequence(data) for unit in units}
         per_seq[name]["Count"] = {

@@ -17,13 +17,16 @@ Result = dict[str, Any]  # one metric's fields: numpy scalars and arrays
 class SequenceData:
     """TrackEval's preprocessed data for one sequence, as flat arrays instead of per-timestep lists.
 
-    ``gt_t``/``tracker_t`` give each detection's 0-based timestep (non-decreasing; within a timestep the
-    input order, which is TrackEval's row/column order). ``gt_ids``/``tracker_ids`` are relabelled to
-    ``0..n-1``. ``pair_gt``, ``pair_tracker`` and ``similarity`` hold the non-zero entries of every
-    timestep's similarity matrix (detection indices and value), in row-major order.
+    ``gt_t``/``tracker_t`` give each detection's step (non-decreasing; within a step the input order,
+    which is TrackEval's row/column order). Steps are the sequence's timesteps in order, where timesteps
+    without any detection may be left out (no metric depends on them): ``num_steps`` of them, while
+    ``num_timesteps`` is the sequence length. ``gt_ids``/``tracker_ids`` are relabelled to ``0..n-1``.
+    ``pair_gt``, ``pair_tracker`` and ``similarity`` hold the non-zero entries of every step's
+    similarity matrix (detection indices and value), in row-major order.
     """
 
     num_timesteps: int
+    num_steps: int
     gt_t: np.ndarray
     gt_ids: np.ndarray
     tracker_t: np.ndarray
@@ -44,25 +47,25 @@ class SequenceData:
 
     @cached_property
     def gt_start(self) -> np.ndarray:
-        """gt detections of timestep t are ``gt_start[t]:gt_start[t + 1]``."""
-        return np.searchsorted(self.gt_t, np.arange(self.num_timesteps + 1))
+        """gt detections of step t are ``gt_start[t]:gt_start[t + 1]``."""
+        return np.searchsorted(self.gt_t, np.arange(self.num_steps + 1))
 
     @cached_property
     def tracker_start(self) -> np.ndarray:
-        return np.searchsorted(self.tracker_t, np.arange(self.num_timesteps + 1))
+        return np.searchsorted(self.tracker_t, np.arange(self.num_steps + 1))
 
     @cached_property
     def pair_start(self) -> np.ndarray:
-        """pairs of timestep t are ``pair_start[t]:pair_start[t + 1]``."""
+        """pairs of step t are ``pair_start[t]:pair_start[t + 1]``."""
         return np.searchsorted(self.pair_gt, self.gt_start)
 
     @cached_property
     def active(self) -> np.ndarray:
-        """Timesteps with both gt and tracker detections (the ones TrackEval matches in)."""
+        """Steps with both gt and tracker detections (the ones TrackEval matches in)."""
         return (np.diff(self.gt_start) > 0) & (np.diff(self.tracker_start) > 0)
 
     def dense(self, t: int, values: np.ndarray) -> np.ndarray:
-        """Timestep t's (gt x tracker) matrix of per-pair ``values``, zero where no pair is stored."""
+        """Step t's (gt x tracker) matrix of per-pair ``values``, zero where no pair is stored."""
         g0, g1, k0, k1 = self.gt_start[t], self.gt_start[t + 1], self.tracker_start[t], self.tracker_start[t + 1]
         lo, hi = self.pair_start[t], self.pair_start[t + 1]
         matrix = np.zeros((g1 - g0, k1 - k0))
@@ -73,6 +76,7 @@ class SequenceData:
     def from_arrays(
         cls,
         num_timesteps: int,
+        num_steps: int,
         gt_t: np.ndarray,
         gt_ids: np.ndarray,
         tracker_t: np.ndarray,
@@ -83,7 +87,7 @@ class SequenceData:
     ) -> SequenceData:
         """Relabel ids to ``0..n-1`` (sorted, as TrackEval does), drop zero similarities, order pairs row-major.
 
-        Detections must already be ordered by timestep.
+        Detections must already be ordered by step.
         """
         pair_gt, pair_tracker = np.asarray(pair_gt, np.int64), np.asarray(pair_tracker, np.int64)
         similarity = np.asarray(similarity, np.float64)
@@ -96,6 +100,7 @@ class SequenceData:
         keep = similarity > 0
         return cls(
             num_timesteps=int(num_timesteps),
+            num_steps=int(num_steps),
             gt_t=np.asarray(gt_t, np.int64),
             gt_ids=gt_new.astype(np.int64),
             tracker_t=np.asarray(tracker_t, np.int64),
@@ -125,6 +130,7 @@ class SequenceData:
         steps = np.arange(len(gt_ids))
         return cls.from_arrays(
             len(gt_ids),
+            len(gt_ids),
             np.repeat(steps, gt_counts),
             np.concatenate([np.empty(0, np.int64), *gt_ids]),
             np.repeat(steps, tracker_counts),
@@ -139,6 +145,7 @@ class Metric(ABC):
     """One metric: per-sequence results from a SequenceData, and their combination over sequences."""
 
     name: str
+    fields: list[str]  # the keys of eval_sequence's and combine_sequences' results
 
     @abstractmethod
     def eval_sequence(self, data: SequenceData) -> Result: ...

@@ -60,7 +60,7 @@ class CLEAR(Metric):
         clash = (np.bincount(cand_gt, minlength=data.num_gt_dets)[cand_gt] > 1) | (
             np.bincount(cand_tracker, minlength=data.num_tracker_dets)[cand_tracker] > 1
         )
-        hard = np.zeros(data.num_timesteps, bool)
+        hard = np.zeros(data.num_steps, bool)
         hard[cand_step[clash]] = True
         easy = candidate[~hard[cand_step]]
         easy_step = data.gt_t[data.pair_gt[easy]]

@@ -39,7 +39,7 @@ def forced_matches(data: SequenceData, score: np.ndarray) -> tuple[np.ndarray, n
         best, strict = best_per_group(own[entries], score[entries])
         best = entries[best]
         clash = np.bincount(other[best], minlength=size)[other[best]] > 1
-        ok = np.ones(data.num_timesteps, bool)
+        ok = np.ones(data.num_steps, bool)
         ok[step[best[~strict | clash]]] = False
         sides.append((ok, best))
     (rows_ok, row_best), (cols_ok, col_best) = sides

@@ -30,15 +30,17 @@ def sequence_data(gt: pd.DataFrame, pred: pd.DataFrame, num_timesteps: int | Non
 
     ``num_timesteps`` (the sequence length) defaults to the last frame with a box.
     """
-    gt_t, gt_ids, gt_boxes = _by_frame(gt, "ground truth")
-    tracker_t, tracker_ids, tracker_boxes = _by_frame(pred, "tracker output")
-    last = int(max(gt_t.max(initial=-1), tracker_t.max(initial=-1)) + 1)
+    gt_frames, gt_ids, gt_boxes = _by_frame(gt, "ground truth")
+    tracker_frames, tracker_ids, tracker_boxes = _by_frame(pred, "tracker output")
+    frames = np.unique(np.concatenate([gt_frames, tracker_frames]))  # the steps: frames with a box
+    last = int(frames.max(initial=0))
     if num_timesteps is None:
         num_timesteps = last
     elif num_timesteps < last:
         raise ValueError(f"a box in frame {last} lies beyond the sequence length {num_timesteps}")
-    gt_start = np.searchsorted(gt_t, np.arange(num_timesteps + 1))
-    tracker_start = np.searchsorted(tracker_t, np.arange(num_timesteps + 1))
+    gt_t, tracker_t = np.searchsorted(frames, gt_frames), np.searchsorted(frames, tracker_frames)
+    gt_start = np.searchsorted(gt_t, np.arange(len(frames) + 1))
+    tracker_start = np.searchsorted(tracker_t, np.arange(len(frames) + 1))
     pair_gt, pair_tracker, similarity = [np.empty(0, np.int64)], [np.empty(0, np.int64)], [np.empty(0)]
     for rows, cols in _dense_pairs(gt_start, tracker_start):
         for axis in (0, 1):  # IoU > 0 needs overlap along x and along y: look only at those pairs
@@ -52,6 +54,7 @@ def sequence_data(gt: pd.DataFrame, pred: pd.DataFrame, num_timesteps: int | Non
         similarity.append(iou[keep])
     return SequenceData.from_arrays(
         num_timesteps,
+        len(frames),
         gt_t,
         gt_ids,
         tracker_t,
@@ -63,7 +66,7 @@ def sequence_data(gt: pd.DataFrame, pred: pd.DataFrame, num_timesteps: int | Non
 
 
 def _by_frame(df: pd.DataFrame, what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """0-based timesteps, ids and (4, n) ``x0, y0, x1, y1`` boxes, stably sorted by frame.
+    """Frames, ids and (4, n) ``x0, y0, x1, y1`` boxes, stably sorted by frame.
 
     Rejects frames < 1 and an id twice in one frame (TrackEval refuses both).
     """
@@ -79,21 +82,21 @@ def _by_frame(df: pd.DataFrame, what: str) -> tuple[np.ndarray, np.ndarray, np.n
         raise ValueError(f"{what}: id {ids[k]} appears twice in frame {frames[k]}")
     x, y = df["x"].to_numpy(np.float64)[order], df["y"].to_numpy(np.float64)[order]
     boxes = np.stack([x, y, x + df["w"].to_numpy(np.float64)[order], y + df["h"].to_numpy(np.float64)[order]])
-    return frames - 1, ids, boxes
+    return frames, ids, boxes
 
 
 def _dense_pairs(gt_start: np.ndarray, tracker_start: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Every (gt, tracker) detection pair of every timestep, row-major, in chunks of about CHUNK_PAIRS."""
-    num_gt, num_tracker = np.diff(gt_start), np.diff(tracker_start)
-    steps = np.flatnonzero((num_gt > 0) & (num_tracker > 0))
-    counts = num_gt[steps] * num_tracker[steps]
-    ends = np.cumsum(counts)
+    """Every (gt, tracker) detection pair of every step, row-major, in chunks of about CHUNK_PAIRS pairs."""
+    num_tracker = np.diff(tracker_start)
+    gt_step = np.repeat(np.arange(len(num_tracker)), np.diff(gt_start))
+    width = num_tracker[gt_step]  # pairs per gt detection
+    ends = np.cumsum(width)
     first = 0
-    while first < len(steps):
-        last = max(first + 1, int(np.searchsorted(ends, ends[first] - counts[first] + CHUNK_PAIRS, side="right")))
-        chunk, sizes = steps[first:last], counts[first:last]
-        owner = np.repeat(np.arange(len(chunk)), sizes)
-        local = np.arange(sizes.sum()) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-        width = num_tracker[chunk][owner]
-        yield gt_start[chunk][owner] + local // width, tracker_start[chunk][owner] + local % width
+    while first < len(width):
+        last = max(first + 1, int(np.searchsorted(ends, ends[first] - width[first] + CHUNK_PAIRS, side="right")))
+        sizes = width[first:last]
+        rows = np.repeat(np.arange(first, last), sizes)
+        # column = the row's first tracker detection + position within the row
+        shift = tracker_start[gt_step[first:last]] - (np.cumsum(sizes) - sizes)
+        yield rows, np.arange(len(rows)) + np.repeat(shift, sizes)
         first = last

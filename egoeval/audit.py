@@ -1,20 +1,26 @@
-"""``egoeval audit REPORTED``: do reported numbers reproduce from the pinned inputs?
+"""``egoeval audit REPORTED...``: do reported numbers reproduce from the pinned inputs?
 
-1. The workspace is checked against dvc.lock: every changed dependency, parameter or output is named.
-2. The metrics are re-derived in a temporary copy: pinned inputs are checked out of DVC's cache, every stage
-   after fetching is forced to run again, and model answers come only from the durable response cache
-   (``EGOEVAL_CACHE_ONLY=1``: nothing is sent to a model; a missing answer is reported, not fetched).
-3. The re-derived numbers are compared with REPORTED: a metrics JSON (metrics/egonormia.json,
-   metrics/egohumans.json or a baseline holding both), predictions in the official EgoNormia eval-JSON
-   layout, or a folder of MOTChallenge tracker results.
-Exit status 0 when the report reproduces, 1 when it does not, 2 on bad input.
+1. The workspace against dvc.lock: every changed parameter (key by key), input and output is named.
+2. The numbers are re-derived in a temporary copy of the workspace (its code and params: section 1 names what
+   differs from dvc.lock): the outputs of the input stages (``*_sample``, ``*_fetch``) are checked out of DVC's
+   cache as dvc.lock pins them, and every later stage the report needs runs again (a few seconds on the bundled
+   sample) with model answers from the durable response cache only (``EGOEVAL_CACHE_ONLY=1``: nothing is sent to a
+   model; an answer missing from the cache is a missing item). Re-derived outputs that differ from dvc.lock
+   are named, and so is every EgoNormia answer that differs from the pinned predictions, with its reason
+   (missing item, parse failure).
+3. Each REPORTED against the re-derived numbers: a metrics JSON (metrics/egonormia.json, metrics/egohumans.json,
+   or a baseline ``{benchmark: metrics}``), predictions in the official EgoNormia eval-JSON layout, or a folder
+   of MOTChallenge tracker results (``<seq>.txt``; a folder named after a run is compared with that run).
+   A number reproduces within ``--tolerance``; a differing one shows ``delta = reported - re-derived`` and, for
+   EgoNormia, whether it lies inside the re-derived bootstrap interval.
+Exit status: 0 when everything reproduces, 1 when something does not, 2 on bad input.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -22,25 +28,35 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from egoeval.io import InputError
+import pandas as pd
+import yaml
 
-FETCH_STAGES = ("_sample", "_fetch")  # stages that bring inputs in: restored from the DVC cache, not re-run
-EGONORMIA_METRICS = Path("metrics/egonormia.json")
-EGOHUMANS_METRICS = Path("metrics/egohumans.json")
-EVAL_JSON = Path("data/egonormia/predictions_eval.json")
-PREDICTIONS = Path("data/egonormia/predictions.parquet")
-GT_DIR = Path("data/egohumans/fetched/gt")
-TRACKS_DIR = Path("data/egohumans/tracks")
+from egoeval.cache import CACHE_DIR_ENV, CACHE_ONLY_ENV, cache_dir
+from egoeval.io import InputError, load_params
+
+if TYPE_CHECKING:
+    from flows.dvc_stages import StageInfo
+
+INPUT_STAGES = ("_sample", "_fetch")  # their outputs are the pinned inputs: checked out, never re-run
+CACHE_MISS = "not in the response cache"
+PREDICTIONS = "data/egonormia/predictions.parquet"
+EVAL_JSON = "data/egonormia/predictions_eval.json"
+GT_DIR = "data/egohumans/fetched/gt"
+SUBTASKS = ("action", "justification", "sensible")
+MAX_LISTED = 20
 
 
 @dataclass
 class Findings:
-    """What the audit saw, in the order it saw it; ``failed`` decides the exit status."""
+    """What the audit saw, in order; any ``differ`` makes the report not reproduce."""
 
     lines: list[str] = field(default_factory=list)
-    failed: bool = False
+    differences: int = 0
+
+    def section(self, title: str) -> None:
+        self.lines.append(f"\n{title}")
 
     def ok(self, text: str) -> None:
         self.lines.append(f"  ok    {text}")
@@ -50,108 +66,21 @@ class Findings:
 
     def differ(self, text: str) -> None:
         self.lines.append(f"  DIFF  {text}")
-        self.failed = True
+        self.differences += 1
 
-    def section(self, title: str) -> None:
-        self.lines.append(f"\n{title}")
-
-
-def _dvc(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    dvc = shutil.which("dvc") or str(Path(sys.executable).with_name("dvc"))
-    return subprocess.run([dvc, *args], cwd=root, env=env, capture_output=True, text=True, check=False)
-
-
-def lock_changes(root: Path) -> list[str]:
-    """Human-readable differences between the workspace and dvc.lock (changed deps, params, outs)."""
-    from dvc.repo import Repo
-
-    with Repo(str(root)) as repo:
-        status = repo.status()
-    lines = []
-    for stage, entries in sorted(status.items()):
-        for entry in entries:
-            if isinstance(entry, str):
-                lines.append(f"{stage}: {entry}")
-                continue
-            for kind, changes in entry.items():
-                for path, change in sorted(changes.items()):
-                    if isinstance(change, dict):  # a params file: one line per parameter
-                        lines += [f"{stage}: changed param {name} ({how})" for name, how in sorted(change.items())]
-                    else:
-                        lines.append(f"{stage}: {kind.replace('changed ', 'changed ')[:-1]} {path} ({change})")
-    return lines
+    def listed(self, texts: list[str], what: str) -> None:
+        """``differ`` for the first MAX_LISTED texts, then one line counting the rest."""
+        for text in texts[:MAX_LISTED]:
+            self.differ(text)
+        if len(texts) > MAX_LISTED:
+            self.differ(f"... and {len(texts) - MAX_LISTED} more {what}")
 
 
-def stage_names(root: Path) -> list[str]:
-    """Stages in the order dvc.yaml's DAG runs them (matrix stages expanded)."""
-    from dvc.repo import Repo
-
-    with Repo(str(root)) as repo, repo.lock:
-        import networkx as nx
-
-        graph = repo.index.graph
-        order = list(reversed(list(nx.topological_sort(graph))))
-        return [stage.addressing for stage in order if stage.addressing.endswith(".yaml") is False]
-
-
-def copy_workspace(root: Path, work: Path) -> None:
-    """The git-tracked files plus dvc.lock into ``work``, sharing DVC's cache with the original."""
-    listed = subprocess.run(["git", "ls-files", "-z"], cwd=root, capture_output=True, check=True).stdout
-    for name in filter(None, listed.decode().split("\0")):
-        source = root / name
-        if source.is_file():
-            (work / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, work / name)
-    for extra in ("dvc.lock", "params.yaml", "dvc.yaml"):
-        if (root / extra).is_file():
-            shutil.copy2(root / extra, work / extra)
-    subprocess.run(["git", "init", "-q"], cwd=work, check=True)
-    _dvc(work, "cache", "dir", "--local", str((root / ".dvc" / "cache").resolve()))
-
-
-def rederive(root: Path, work: Path, findings: Findings) -> None:
-    """Check out pinned inputs and re-run every later stage with answers from the response cache only."""
-    copy_workspace(root, work)
-    checkout = _dvc(work, "checkout", "--allow-missing")
-    if checkout.returncode != 0:
-        findings.differ(f"pinned outputs could not be checked out of the DVC cache: {checkout.stderr.strip()}")
-    env = {**os.environ, "EGOEVAL_CACHE_ONLY": "1", "EGOEVAL_CACHE_DIR": str((root / ".egoeval-cache").resolve())}
-    for name in stage_names(work):
-        if name.split("@")[0].endswith(FETCH_STAGES):
-            continue
-        run = _dvc(work, "repro", "--force", "--single-item", name, env=env)
-        if run.returncode != 0:
-            tail = (run.stderr or run.stdout).strip().splitlines()[-3:]
-            findings.differ(f"stage {name} did not re-run: {' | '.join(tail)}")
-    for name, change in _out_changes(root, work):
-        findings.differ(f"re-derived output {name} differs from the pinned one ({change})")
-
-
-def _out_changes(root: Path, work: Path) -> list[tuple[str, str]]:
-    """Outputs whose re-derived md5 differs from the md5 pinned in the original dvc.lock."""
-    import yaml
-
-    def outs(lock_path: Path) -> dict[str, str]:
-        if not lock_path.is_file():
-            return {}
-        lock = yaml.safe_load(lock_path.read_text()) or {}
-        found = {}
-        for stage in (lock.get("stages") or {}).values():
-            for out in stage.get("outs") or []:
-                found[out["path"]] = out.get("md5", "")
-        return found
-
-    pinned, rederived = outs(root / "dvc.lock"), outs(work / "dvc.lock")
-    return [
-        (p, "missing" if p not in rederived else "changed") for p in sorted(pinned) if pinned[p] != rederived.get(p)
-    ]
-
-
-# ---------------------------------------------------------------------------------------------- comparisons
+# ------------------------------------------------------------------------------------ 1. the workspace vs dvc.lock
 
 
 def _flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(obj, dict):
+    if isinstance(obj, dict) and obj:
         flat: dict[str, Any] = {}
         for key, value in obj.items():
             flat.update(_flatten(value, f"{prefix}{key}."))
@@ -159,167 +88,368 @@ def _flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix[:-1]: obj}
 
 
-def compare_metrics(reported: dict[str, Any], derived: dict[str, Any], tolerance: float, findings: Findings) -> None:
-    """Every number in ``reported`` against the re-derived one; EgoNormia numbers also against their ci95."""
-    flat_reported, flat_derived = _flatten(reported), _flatten(derived)
-    checked = 0
-    for key, value in sorted(flat_reported.items()):
-        if not isinstance(value, int | float) or isinstance(value, bool) or ".ci95." in f".{key}.":
+def _lock_stages(root: Path) -> dict[str, Any]:
+    path = root / "dvc.lock"
+    if not path.is_file():
+        raise InputError(path, "no dvc.lock: nothing is pinned (run `dvc repro` first)")
+    return (yaml.safe_load(path.read_text()) or {}).get("stages", {})
+
+
+def param_changes(root: Path) -> list[str]:
+    """One line per parameter whose value in the params file differs from the one dvc.lock recorded."""
+    changed: dict[tuple[str, str], tuple[Any, Any, list[str]]] = {}
+    for stage, entry in sorted(_lock_stages(root).items()):
+        for file, sections in (entry.get("params") or {}).items():
+            now = _flatten(yaml.safe_load((root / file).read_text()) or {}) if (root / file).is_file() else {}
+            for key, pinned in _flatten(sections).items():
+                current = now.get(key, "<absent>")
+                if current != pinned:
+                    changed.setdefault((file, key), (pinned, current, []))[2].append(stage)
+    return [
+        f"param {key}: {pinned!r} in dvc.lock, {current!r} in {file} (used by {', '.join(users)})"
+        for (file, key), (pinned, current, users) in sorted(changed.items())
+    ]
+
+
+def lock_changes(root: Path, stages: list[str] | None = None, outs_only: bool = False) -> list[tuple[bool, str]]:
+    """(serious, line) for every dependency and output that differs from dvc.lock; a directory names its files.
+
+    A pipeline output missing from the workspace is not serious: the audit checks out its own copy.
+    """
+    from dvc.repo import Repo
+
+    outputs = [out["path"] for entry in _lock_stages(root).values() for out in entry.get("outs") or []]
+    with contextlib.chdir(root), Repo(str(root)) as repo:  # DVC resolves targets against the working directory
+        status = repo.status(targets=stages)
+        files = repo.data_status(granular=True, untracked_files="no")
+    changed_files = sorted(
+        {name.rstrip("/") for names in files["uncommitted"].values() for name in names}
+        | set(files.get("git", {}).get("unstaged", []))
+    )
+    paths: dict[tuple[str, str, str], list[str]] = {}  # (path, change, role) -> stages
+    lines: list[tuple[bool, str]] = []
+    for stage, entries in sorted(status.items()):
+        for entry in entries:
+            if isinstance(entry, str):  # e.g. "changed command"
+                lines.append((True, f"stage {stage}: {entry} since dvc.lock"))
+                continue
+            for kind, changes in entry.items():
+                role = "output" if kind == "changed outs" else "input"
+                if outs_only and role == "input":
+                    continue
+                for path, change in changes.items():
+                    if not isinstance(change, dict):  # a params file's entry: param_changes names the keys
+                        paths.setdefault((path, change, role), []).append(stage)
+    for (path, change, role), users in sorted(paths.items()):
+        inside = [name[len(path) + 1 :] for name in changed_files if name.startswith(f"{path}/")]
+        listed = f" ({', '.join(inside[:5])}{', ...' if len(inside) > 5 else ''})" if inside else ""
+        produced = any(path == out or path.startswith(f"{out}/") for out in outputs)
+        serious = not (change == "deleted" and produced)
+        lines.append((serious, f"{role} {path}{listed}: {change} since dvc.lock ({role} of {', '.join(users)})"))
+    return lines
+
+
+# ----------------------------------------------------------------------------------------------- 2. re-deriving
+
+
+def _stages(root: Path, targets: list[str]) -> list[StageInfo]:
+    """The target stages and everything upstream of them, in run order (dvc.yaml is the only list of stages)."""
+    from flows.dvc_stages import pipeline_stages
+
+    stages = pipeline_stages(root)
+    by_name = {stage.name: stage for stage in stages}
+    needed, todo = set(), list(targets)
+    while todo:
+        name = todo.pop()
+        if name not in needed:
+            needed.add(name)
+            todo.extend(by_name[name].upstream)
+    return [stage for stage in stages if stage.name in needed]
+
+
+def is_input_stage(name: str) -> bool:
+    return name.split("@")[0].endswith(INPUT_STAGES)
+
+
+def copy_workspace(root: Path, work: Path) -> Path:
+    """The files git sees in ``root`` (tracked and untracked-not-ignored) into ``work``; returns root's DVC cache."""
+    from dvc.repo import Repo
+
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=root, capture_output=True
+    )
+    if listed.returncode != 0:
+        raise InputError(root, "not a git repository: the audit copies the files git sees")
+    for name in filter(None, listed.stdout.decode().split("\0")):
+        if (root / name).is_file():
+            (work / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / name, work / name)
+    with Repo(str(root)) as repo:
+        cache = Path(repo.cache.local_cache_dir)
+    # the copy reads root's cache and never links into it (a re-run stage must not write through a link)
+    settings = f"[core]\n    no_scm = true\n[cache]\n    dir = {cache}\n    type = copy\n"
+    (work / ".dvc" / "config.local").write_text(settings)
+    return cache / "files" / "md5"
+
+
+def rederive(root: Path, work: Path, targets: list[str], findings: Findings) -> list[str] | None:
+    """Check out the pinned inputs and re-run the stages up to ``targets``.
+
+    Returns the re-derived outputs that differ from dvc.lock, or None when a stage could not run.
+    """
+    from dvc.exceptions import CheckoutError
+    from dvc.repo import Repo
+
+    stages = _stages(root, targets)
+    runs = [stage for stage in stages if not is_input_stage(stage.name)]
+    objects = copy_workspace(root, work)
+    try:
+        with contextlib.chdir(work), Repo(str(work)) as repo:
+            repo.checkout(targets=[stage.name for stage in stages if is_input_stage(stage.name)], force=True)
+    except CheckoutError as error:
+        findings.differ(f"pinned inputs are not in the DVC cache (dvc pull?): {error}")
+        return None
+    configured = load_params("egonormia.infer", root / "params.yaml")["cache_dir"]
+    env = {
+        **os.environ,
+        CACHE_ONLY_ENV: "1",
+        CACHE_DIR_ENV: str(cache_dir(root / configured).resolve()),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+    for stage in runs:
+        run = subprocess.run(stage.cmd, shell=True, cwd=work, env=env, capture_output=True, text=True)
+        if run.returncode != 0:
+            tail = [line.strip() for line in run.stderr.splitlines() if line.strip()][-1:]
+            why = "missing items: " if tail and CACHE_MISS in tail[0] else ""
+            findings.differ(f"stage {stage.name} failed (exit {run.returncode}): {why}{' '.join(tail)}")
+            return None
+    changes = [line for _, line in lock_changes(work, [stage.name for stage in runs], outs_only=True)]
+    findings.listed([f"re-derived {line}" for line in changes], "outputs")
+    if any(PREDICTIONS in line for line in changes):
+        pinned = _pinned_md5(root, PREDICTIONS)
+        findings.listed(explain_predictions(objects / pinned[:2] / pinned[2:], work / PREDICTIONS), "answers")
+    if not changes:
+        findings.ok(f"{len(runs)} stages re-ran from pinned inputs and cached answers; every output equals dvc.lock's")
+    return changes
+
+
+def _pinned_md5(root: Path, path: str) -> str:
+    for entry in _lock_stages(root).values():
+        for out in entry.get("outs") or []:
+            if out["path"] == path:
+                return str(out["md5"])
+    raise InputError(root / "dvc.lock", f"{path} is not pinned")
+
+
+def _reason(error: str) -> str:
+    if CACHE_MISS in error:
+        return "missing item: the answer is not in the response cache"
+    if error.startswith("parse: "):
+        return f"parse failure: {error.removeprefix('parse: ')}"
+    return error or "ok"
+
+
+def explain_predictions(pinned_path: Path, derived_path: Path) -> list[str]:
+    """One line per (clip, setting, model, subtask) whose re-derived answer differs from the pinned one, with why."""
+    if not pinned_path.is_file():
+        return [f"the pinned {PREDICTIONS} is not in the DVC cache: cannot name the differing answers"]
+    both = pd.read_parquet(pinned_path).merge(
+        pd.read_parquet(derived_path), on=["id", "setting", "model"], how="outer", suffixes=("_p", "_d"), indicator=True
+    )
+    lines = []
+    for row in both.to_dict("records"):
+        where = f"{row['id']} {row['setting']}/{row['model']}"
+        if row["_merge"] != "both":
+            side = "pinned" if row["_merge"] == "left_only" else "re-derived"
+            lines.append(f"{where}: only in the {side} predictions (missing item)")
+            continue
+        for subtask in SUBTASKS:
+            old, new = _answer(row[f"{subtask}_p"]), _answer(row[f"{subtask}_d"])
+            old_error, new_error = row[f"{subtask}_error_p"], row[f"{subtask}_error_d"]
+            if old != new or old_error != new_error:
+                lines.append(
+                    f"{where} {subtask}: pinned {old} ({_reason(old_error)}), re-derived {new} ({_reason(new_error)})"
+                )
+    return lines
+
+
+def _answer(value: Any) -> int | list[int]:
+    return int(value) if isinstance(value, int | float) else [int(v) for v in value]
+
+
+# -------------------------------------------------------------------------------------------- 3. the comparisons
+
+
+@dataclass(frozen=True)
+class Report:
+    path: Path
+    kind: str  # metrics | eval-json | tracks
+    benchmarks: tuple[str, ...]
+    data: dict[str, Any]
+
+
+def read_report(path: Path) -> Report:
+    """What REPORTED is, from its content: a folder of tracker results, an eval-JSON or a metrics JSON."""
+    if path.is_dir():
+        if not any(path.glob("*.txt")):
+            raise InputError(path, "a MOTChallenge results folder needs <seq>.txt files")
+        return Report(path, "tracks", ("egohumans",), {})
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise InputError(path, f"not a readable JSON file: {error}") from None
+    values = list(data.values()) if isinstance(data, dict) and data else []
+    if not values or not all(isinstance(value, dict) for value in values):
+        raise InputError(path, "expected a JSON object of objects")
+    if set(data) <= {"egonormia", "egohumans"}:
+        return Report(path, "metrics", tuple(sorted(data)), data)
+    if set(data) <= {"blind", "pipeline", "video"}:
+        return Report(path, "metrics", ("egonormia",), data)
+    if all("COMBINED" in value for value in values):
+        return Report(path, "metrics", ("egohumans",), data)
+    if any(isinstance(entry, dict) and "best" in entry for entry in values[0].values()):
+        return Report(path, "eval-json", ("egonormia",), data)
+    raise InputError(path, "neither a metrics JSON of egonormia or egohumans nor an EgoNormia eval-JSON")
+
+
+def compare_numbers(reported: dict[str, Any], derived: dict[str, Any], tolerance: float, findings: Findings) -> None:
+    """Every number in ``reported`` against the re-derived one; a differing one says if it is inside the ci95."""
+    flat_derived = _flatten(derived)
+    checked, start = 0, findings.differences
+    for key, value in sorted(_flatten(reported).items()):
+        if ".ci95." in f".{key}." or isinstance(value, bool) or not isinstance(value, int | float | None):
             continue
         checked += 1
-        if key not in flat_derived:
-            findings.differ(f"{key}: reported {value}, not re-derived (missing item, model or setting)")
-            continue
-        mine = flat_derived[key]
-        if mine is None or not math.isfinite(float(mine)):
-            findings.differ(f"{key}: reported {value}, re-derived {mine}")
+        mine = flat_derived.get(key, "<missing>")
+        if mine == "<missing>":
+            findings.differ(f"{key}: reported {value}, not re-derived (missing setting, model, run or sequence)")
+        elif value is None or mine is None:
+            if value is not mine:
+                findings.differ(f"{key}: reported {value}, re-derived {mine}")
         elif abs(float(mine) - float(value)) > tolerance:
-            interval = _interval(flat_derived, key)
-            inside = interval is not None and interval[0] <= float(value) <= interval[1]
-            where = f"; inside the re-derived 95% interval {interval}" if inside else ""
+            head, _, metric = key.rpartition(".")
+            interval = flat_derived.get(f"{head}.ci95.{metric}")
+            where = ""
+            if isinstance(interval, list):
+                inside = interval[0] <= float(value) <= interval[1]
+                where = f"; {'inside' if inside else 'outside'} the re-derived 95% interval {interval}"
             findings.differ(
-                f"{key}: reported {value}, re-derived {mine} (delta {float(mine) - float(value):+.6g}{where})"
+                f"{key}: reported {value}, re-derived {mine} (delta {float(value) - float(mine):+.6g}{where})"
             )
-    for key in sorted(set(flat_derived) - set(flat_reported)):
-        if key.endswith((".action", ".IDF1")) and ".ci95." not in key:
-            findings.note(f"{key}: re-derived {flat_derived[key]} but not in the report")
-    if not findings.failed:
+    if findings.differences == start:
         findings.ok(f"{checked} reported numbers reproduce within {tolerance:g}")
 
 
-def _interval(flat: dict[str, Any], key: str) -> list[float] | None:
-    head, _, metric = key.rpartition(".")
-    interval = flat.get(f"{head}.ci95.{metric}") if head else None
-    if interval is None and head:  # the verified split nests its own ci95
-        interval = flat.get(f"{head}.ci95.{metric}")
-    return interval if isinstance(interval, list) else None
-
-
-def _metrics_of(work: Path, reported: dict[str, Any]) -> dict[str, Any]:
-    egonormia = json.loads((work / EGONORMIA_METRICS).read_text()) if (work / EGONORMIA_METRICS).is_file() else {}
-    egohumans = json.loads((work / EGOHUMANS_METRICS).read_text()) if (work / EGOHUMANS_METRICS).is_file() else {}
-    if set(reported) & {"egonormia", "egohumans"}:
-        return {"egonormia": egonormia, "egohumans": egohumans}
-    return egonormia if set(reported) & {"blind", "pipeline", "video"} else egohumans
-
-
-def compare_eval_json(path: Path, reported: dict[str, Any], work: Path, tolerance: float, findings: Findings) -> None:
-    """Official eval-JSON predictions against ours: scores per model, then the clips whose answers differ."""
-    from egoeval.egonormia.scoring import score_official
+def compare_eval_json(report: Report, work: Path, tolerance: float, findings: Findings) -> None:
+    """The official scorer's numbers per model key, then every clip whose answers differ."""
+    from egoeval.egonormia.scoring import OfficialFormatError, score_official
 
     ours = json.loads((work / EVAL_JSON).read_text())
-    theirs_scores, our_scores = score_official(reported), score_official(ours)
-    for model, numbers in sorted(theirs_scores.items()):
-        if model not in our_scores:
-            findings.differ(f"{model}: in the report, not among the re-derived models {sorted(our_scores)}")
-            continue
-        for metric in ("action", "justification", "both", "sensible_iou", "n"):
-            delta = our_scores[model][metric] - numbers[metric]
-            if abs(delta) > tolerance:
-                findings.differ(f"{model}.{metric}: reported {numbers[metric]}, re-derived {our_scores[model][metric]}")
-    for clip, models in sorted(reported.items()):
+    try:
+        theirs_scores = score_official(report.data)
+    except OfficialFormatError as error:
+        raise InputError(report.path, str(error)) from None
+    start = findings.differences
+    compare_numbers(theirs_scores, score_official(ours), tolerance, findings)
+    answers = []
+    for clip, models in sorted(report.data.items()):
         for model, entry in sorted(models.items()):
             mine = ours.get(clip, {}).get(model)
             if mine is None:
-                findings.differ(f"{clip} / {model}: reported, but no re-derived answer (missing item)")
+                answers.append(f"{clip} {model}: reported, but not re-derived (missing item)")
             elif mine != entry:
-                findings.differ(f"{clip} / {model}: answers differ: reported {entry}, re-derived {mine}")
-    missing = sorted(set(ours) - set(reported))
+                answers.append(f"{clip} {model}: reported {json.dumps(entry)}, re-derived {json.dumps(mine)}")
+    findings.listed(answers, "answers")
+    missing = sorted(set(ours) - set(report.data))
     if missing:
         findings.note(f"{len(missing)} re-derived clips are not in the report, e.g. {missing[:3]}")
-    if not findings.failed:
-        findings.ok(f"{path.name}: every model's scores and every clip's answers reproduce")
+    if findings.differences == start:
+        findings.ok("every clip's answers reproduce")
 
 
-def compare_tracks(folder: Path, work: Path, tolerance: float, findings: Findings) -> None:
-    """A MOTChallenge results folder, scored against the pinned ground truth, against each re-derived run."""
+def compare_tracks(report: Report, work: Path, tolerance: float, findings: Findings) -> None:
+    """Tracker results scored against the pinned ground truth, against the re-derived run of that name (or any)."""
     from egoeval.metrics import evaluate_sequences
-    from egoeval.mot import read_mot
+    from egoeval.mot import read_mot, read_mot_folder
 
-    gt = {p.stem: read_mot(p, kind="gt") for p in sorted((work / GT_DIR).glob("*.txt"))}
-    theirs = {p.stem: read_mot(p, kind="pred") for p in sorted(folder.glob("*.txt"))}
-    unknown = sorted(set(theirs) - set(gt))
+    gt = {name: read_mot(path, kind="gt") for name, path in read_mot_folder(work / GT_DIR).items()}
+    found = read_mot_folder(report.path)
+    unknown = sorted(set(found) - set(gt))
     if unknown:
         findings.differ(f"sequences not in the pinned ground truth: {unknown}")
-    reported = evaluate_sequences(gt, theirs)["COMBINED"]
-    runs = json.loads((work / EGOHUMANS_METRICS).read_text())
-    best = min(runs, key=lambda run: abs(runs[run]["COMBINED"]["IDF1"] - reported["IDF1"]))
-    for metric in ("HOTA", "IDF1", "MOTA", "IDSW", "FP", "FN"):
-        delta = runs[best]["COMBINED"][metric] - reported[metric]
-        line = f"{metric}: results folder {reported[metric]}, re-derived run {best} {runs[best]['COMBINED'][metric]}"
-        if abs(delta) > tolerance:
-            findings.differ(line)
-        else:
-            findings.ok(line)
+    pred = {name: read_mot(path, kind="pred") for name, path in found.items() if name in gt}
+    iou = float(load_params("egohumans.score", work / "params.yaml")["iou_threshold"])
+    scored = evaluate_sequences(gt, pred, iou_threshold=iou)
+    runs = json.loads((work / "metrics/egohumans.json").read_text())
+    names = [report.path.name] if report.path.name in runs else sorted(runs)
+    trials = []
+    for name in names:
+        trial = Findings()
+        compare_numbers(scored, runs[name], tolerance, trial)
+        trials.append((trial.differences, name, trial))
+    differences, name, best = min(trials, key=lambda t: t[0])
+    findings.note(f"compared with the re-derived run {name}" + ("" if len(names) == 1 else " (the closest)"))
+    findings.lines += best.lines
+    findings.differences += differences
 
 
-def audit(reported_path: Path, root: Path, tolerance: float, keep: Path | None = None) -> Findings:
+def audit(paths: list[Path], root: Path, tolerance: float, keep: Path | None = None) -> Findings:
+    """Check the workspace, re-derive what the reports need, compare each report; the findings say what differs."""
+    reports = [read_report(path) for path in paths]
     findings = Findings()
-    findings.section(f"1. workspace against dvc.lock ({root / 'dvc.lock'})")
-    changes = lock_changes(root)
-    for line in changes:
-        findings.differ(line)
-    if not changes:
-        findings.ok("every dependency, parameter and output matches dvc.lock")
+    findings.section(f"1. the workspace against {root / 'dvc.lock'}")
+    start = findings.differences
+    findings.listed(param_changes(root), "parameters")
+    for serious, line in lock_changes(root):
+        (findings.differ if serious else findings.note)(line)
+    if findings.differences == start:
+        findings.ok("every parameter, input and output matches dvc.lock")
 
-    findings.section("2. re-derived from pinned inputs and cached responses")
+    findings.section("2. re-derived from pinned inputs and cached model answers")
+    benchmarks = sorted({name for report in reports for name in report.benchmarks})
     work = keep or Path(tempfile.mkdtemp(prefix="egoeval-audit-"))
+    work.mkdir(parents=True, exist_ok=True)
     try:
-        before = findings.failed
-        findings.failed = False
-        rederive(root, work, findings)
-        if not findings.failed:
-            findings.ok("every stage re-ran and reproduced its pinned outputs")
-        findings.failed = findings.failed or before
-
-        findings.section(f"3. {reported_path} against the re-derived numbers")
-        before, findings.failed = findings.failed, False
-        if reported_path.is_dir():
-            compare_tracks(reported_path, work, tolerance, findings)
-        else:
-            reported = _read_json(reported_path)
-            if _is_eval_json(reported):
-                compare_eval_json(reported_path, reported, work, tolerance, findings)
+        changed = rederive(root, work, [f"{name}_score" for name in benchmarks], findings)
+        if changed is None:
+            return findings
+        derived = {name: json.loads((work / f"metrics/{name}.json").read_text()) for name in benchmarks}
+        for report in reports:
+            findings.section(f"3. {report.path} ({report.kind}) against the re-derived numbers")
+            start = findings.differences
+            if report.kind == "tracks":
+                compare_tracks(report, work, tolerance, findings)
+            elif report.kind == "eval-json":
+                compare_eval_json(report, work, tolerance, findings)
             else:
-                compare_metrics(reported, _metrics_of(work, reported), tolerance, findings)
-        findings.failed = findings.failed or before
+                single = not set(report.data) & {"egonormia", "egohumans"}
+                compare_numbers(report.data, derived[report.benchmarks[0]] if single else derived, tolerance, findings)
+            if findings.differences > start and not changed:
+                findings.note("the re-derived outputs equal dvc.lock's: the pinned inputs do not give these numbers")
     finally:
         if keep is None:
             shutil.rmtree(work, ignore_errors=True)
     return findings
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as error:
-        raise InputError(path, f"not a readable JSON file: {error}") from None
-    if not isinstance(data, dict):
-        raise InputError(path, "expected a JSON object")
-    return data
-
-
-def _is_eval_json(data: dict[str, Any]) -> bool:
-    first = next(iter(data.values()), None)
-    return isinstance(first, dict) and any(isinstance(v, dict) and "best" in v for v in first.values())
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="egoeval audit", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("reported", type=Path, help="metrics JSON, official eval-JSON, or MOTChallenge folder")
+    parser.add_argument("reported", type=Path, nargs="+", help="metrics JSON, EgoNormia eval-JSON or MOT folder")
     parser.add_argument("--root", type=Path, default=Path("."), help="the egoeval workspace (default: .)")
-    parser.add_argument("--tolerance", type=float, default=1e-6, help="largest accepted difference (points)")
+    parser.add_argument("--tolerance", type=float, default=1e-6, help="largest accepted difference (default 1e-6)")
     parser.add_argument("--keep", type=Path, help="re-derive into this folder and keep it")
     args = parser.parse_args(argv)
     try:
-        if not args.reported.exists():
-            raise InputError(args.reported, "no such file or folder")
+        for path in args.reported:
+            if not path.exists():
+                raise InputError(path, "no such file or folder")
         findings = audit(args.reported, args.root.resolve(), args.tolerance, args.keep)
     except InputError as error:
         print(f"egoeval audit: bad input: {error}", file=sys.stderr)
         return 2
     print("\n".join(findings.lines).lstrip("\n"))
-    print(f"\nverdict: {'DOES NOT REPRODUCE' if findings.failed else 'reproduces'}")
-    return 1 if findings.failed else 0
+    verdict = "reproduces" if findings.differences == 0 else f"DOES NOT REPRODUCE ({findings.differences} differences)"
+    print(f"\nverdict: {verdict}")
+    return 0 if findings.differences == 0 else 1

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 from tqdm import tqdm
 
+from egoeval.egonormia.inputs import read_table
 from egoeval.io import InputError, atomic_write_bytes, load_params
 from egoeval.stage import run_stage
 from egoeval.video import encode_jpeg, frame_strip, read_sampled_frames
@@ -63,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def run() -> None:
         params = load_params("egonormia.frames")
-        items = pd.read_parquet(FETCHED / "items.parquet")
+        items = read_table(FETCHED / "items.parquet", ["id", "video"])
         shutil.rmtree(OUT, ignore_errors=True)
         OUT.mkdir(parents=True)
         index = extract_frames(items, FETCHED, OUT, params)

@@ -1,0 +1,180 @@
+"""``egoeval audit`` on a real workspace: `dvc repro` in a temporary copy, then reported numbers audited against it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from conftest import copy_repo, tool_env
+
+from egoeval.audit import Findings, compare_eval_json, compare_tracks, main, read_report
+from egoeval.io import InputError
+
+RUN = "bytetrack-file"  # a tracking run of the bundled sample
+BENCHMARKS = ("egonormia", "egohumans")
+Rederived = tuple[subprocess.CompletedProcess, Path]
+
+
+def audit(root: Path, *reported: str | Path) -> subprocess.CompletedProcess[str]:
+    """The console command, run from inside the workspace as a user would."""
+    command = [sys.executable, "-m", "egoeval.cli", "audit", *map(str, reported)]
+    return subprocess.run(command, cwd=root, env=tool_env(), capture_output=True, text=True, check=False)
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = copy_repo(tmp_path_factory.mktemp("repo"))
+    run = subprocess.run(["dvc", "repro"], cwd=root, env=tool_env(), capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    return root
+
+
+@pytest.fixture(scope="module")
+def rederived(workspace: Path, tmp_path_factory: pytest.TempPathFactory) -> Rederived:
+    """One audit of every kind of report (all untouched), keeping its re-derivation for the comparison tests."""
+    outside = tmp_path_factory.mktemp("reports")
+    shutil.copytree(workspace / "data/egohumans/tracks" / RUN, outside / RUN)
+    baseline = {name: json.loads((workspace / f"metrics/{name}.json").read_text()) for name in BENCHMARKS}
+    (outside / "baseline.json").write_text(json.dumps(baseline))
+    work = outside / "work"
+    result = audit(
+        workspace,
+        "metrics/egonormia.json",
+        "metrics/egohumans.json",
+        "data/egonormia/predictions_eval.json",
+        outside / RUN,
+        outside / "baseline.json",
+        "--keep",
+        work,
+    )
+    return result, work
+
+
+@pytest.mark.slow
+def test_every_kind_of_report_reproduces(rederived: Rederived) -> None:
+    result, _ = rederived
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "every parameter, input and output matches dvc.lock" in out
+    assert "every output equals dvc.lock's" in out
+    assert "(eval-json)" in out and "every clip's answers reproduce" in out
+    assert "(tracks)" in out and f"compared with the re-derived run {RUN}\n" in out
+    assert out.count("reported numbers reproduce within 1e-06") == 5  # 2 metrics files, eval-JSON, tracks, baseline
+    assert "DIFF" not in out and out.rstrip().endswith("verdict: reproduces")
+
+
+@pytest.mark.slow
+def test_a_tampered_number_is_named_with_its_delta(workspace: Path, tmp_path: Path) -> None:
+    metrics = json.loads((workspace / "metrics/egonormia.json").read_text())
+    true_value = metrics["blind"]["chance"]["action"]
+    low, high = metrics["blind"]["chance"]["ci95"]["action"]
+    metrics["blind"]["chance"]["action"] = true_value + 1.5
+    (tmp_path / "reported.json").write_text(json.dumps(metrics))
+    result = audit(workspace, tmp_path / "reported.json")
+    assert result.returncode == 1, result.stdout + result.stderr
+    lines = [line for line in result.stdout.splitlines() if "DIFF" in line]
+    assert len(lines) == 1
+    assert f"blind.chance.action: reported {true_value + 1.5}, re-derived {true_value} (delta +1.5" in lines[0]
+    assert ("inside" if low <= true_value + 1.5 <= high else "outside") in lines[0]
+    assert "the re-derived outputs equal dvc.lock's" in result.stdout
+    assert "verdict: DOES NOT REPRODUCE (1 differences)" in result.stdout
+
+
+@pytest.mark.slow
+def test_changed_params_inputs_and_missing_answers_are_named(workspace: Path, tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    shutil.copytree(workspace, root, symlinks=True)
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params["egonormia"]["score"]["bootstrap_seed"] = 1
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    clips = root / "data/egonormia/sample/clips.json"
+    clips.write_text(clips.read_text() + "\n")
+    items = pd.read_parquet(root / "data/egonormia/fetched/items.parquet")
+    items.iloc[1:].to_parquet(root / "data/egonormia/fetched/items.parquet", index=False)  # drops a pinned item
+    responses = pd.read_parquet(root / "data/egonormia/responses.parquet")
+    lost = responses[(responses["setting"] == "pipeline") & (responses["subtask"] == "sensible")].iloc[3]
+    with sqlite3.connect(root / ".egoeval-cache/responses.sqlite") as db:
+        assert db.execute("DELETE FROM responses WHERE key = ?", (lost.request_key,)).rowcount == 1
+
+    result = audit(root, "metrics/egonormia.json")
+    out = result.stdout
+    assert result.returncode == 1, out + result.stderr
+    assert "param egonormia.score.bootstrap_seed: 0 in dvc.lock, 1 in params.yaml (used by egonormia_score)" in out
+    assert "input data/egonormia/sample/clips.json: modified since dvc.lock" in out
+    assert "output data/egonormia/fetched (items.parquet): modified since dvc.lock (output of egonormia_fetch)" in out
+    # the re-derivation checked the pinned items out of DVC's cache, and replayed every cached answer but one
+    assert f"{lost.id} pipeline/{lost.model} sensible: pinned" in out
+    assert "(missing item: the answer is not in the response cache)" in out
+    assert "re-derived output data/egonormia/responses.parquet: modified since dvc.lock" in out
+    reported = json.loads((workspace / "metrics/egonormia.json").read_text())["pipeline"][lost.model]
+    assert f"pipeline.{lost.model}.coverage: reported {reported['coverage']}" in out
+
+
+@pytest.mark.slow
+def test_a_tampered_eval_json_names_the_clip(rederived: Rederived, tmp_path: Path) -> None:
+    _, work = rederived
+    answers = json.loads((work / "data/egonormia/predictions_eval.json").read_text())
+    clip = sorted(answers)[2]
+    best = answers[clip]["blind/chance"]["best"]
+    right = best["results"][0] == best["correct"][0]
+    best["results"][0] = -1 if right else best["correct"][0]
+    both_moves = best["results"][1] == best["correct"][1]  # both = action and justification
+    (tmp_path / "eval.json").write_text(json.dumps(answers))
+    findings = Findings()
+    compare_eval_json(read_report(tmp_path / "eval.json"), work, 1e-6, findings)
+    diffs = [line for line in findings.lines if "DIFF" in line]
+    assert any(line.startswith("  DIFF  blind/chance.action: reported") for line in diffs), diffs
+    assert any(line.startswith(f"  DIFF  {clip} blind/chance: reported") for line in diffs), diffs
+    assert any(line.startswith("  DIFF  blind/chance.both: reported") for line in diffs) == both_moves
+    assert len(diffs) == 2 + both_moves
+
+
+@pytest.mark.slow
+def test_tracker_results_folder_reproduces_or_differs(rederived: Rederived, tmp_path: Path) -> None:
+    _, work = rederived
+    folder = tmp_path / "some-results"  # not named after a run: compared with every run, the closest reported
+    shutil.copytree(work / "data/egohumans/tracks" / RUN, folder)
+    findings = Findings()
+    compare_tracks(read_report(folder), work, 1e-6, findings)
+    assert findings.differences == 0 and f"compared with the re-derived run {RUN} (the closest)" in findings.lines[0]
+
+    sequence = sorted(folder.glob("*.txt"))[0]
+    rows = sequence.read_text().splitlines()
+    sequence.write_text("\n".join(rows[len(rows) // 2 :]) + "\n")  # the first half of the boxes is gone
+    (folder / "99_unknown.txt").write_text(rows[0] + "\n")
+    findings = Findings()
+    compare_tracks(read_report(folder), work, 1e-6, findings)
+    text = "\n".join(findings.lines)
+    assert "DIFF  sequences not in the pinned ground truth: ['99_unknown']" in text
+    assert f"DIFF  sequences.{sequence.stem}.FN: reported" in text and "DIFF  COMBINED.HOTA: reported" in text
+    assert f"DIFF  sequences.{sorted(folder.glob('*.txt'))[1].stem}." not in text  # the other sequences reproduce
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{not json", "not a readable JSON file"),
+        ("[1, 2]", "expected a JSON object of objects"),
+        ('{"a": {"b": 1}}', "neither a metrics JSON"),
+    ],
+)
+def test_unreadable_reports_are_bad_input(tmp_path: Path, content: str, message: str, capsys) -> None:
+    (tmp_path / "report.json").write_text(content)
+    with pytest.raises(InputError, match=message):
+        read_report(tmp_path / "report.json")
+    assert main([str(tmp_path / "report.json"), "--root", str(tmp_path)]) == 2
+    assert f"{tmp_path / 'report.json'}: {message}" in capsys.readouterr().err
+
+
+def test_a_missing_report_and_an_empty_folder_are_bad_input(tmp_path: Path, capsys) -> None:
+    assert main([str(tmp_path / "absent.json")]) == 2
+    assert "absent.json: no such file or folder" in capsys.readouterr().err
+    with pytest.raises(InputError, match=r"needs <seq>\.txt files"):
+        read_report(tmp_path)

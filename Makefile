@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export YOLO_OFFLINE := 1
 
-.PHONY: setup repro test lint bench clean
+.PHONY: setup repro test lint bench nightly clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,9 @@ test: setup
 lint: setup
 	ruff check .
 	ruff format --check .
+
+nightly: setup
+	python -m flows.nightly --once
 
 bench: setup
 	python -m bench.run

@@ -1,0 +1,118 @@
+"""The nightly run: ``python -m flows.nightly [--once | --accept-baseline | --work-pool POOL] [--root DIR]``.
+
+- no option: serve the ``nightly`` deployment on the cron schedule of params ``flows.schedule_cron`` and
+  ``flows.timezone`` (needs a Prefect server: set ``PREFECT_API_URL``);
+- ``--once``: one full run now, in this process (without ``PREFECT_API_URL``, on a temporary local server); prints a
+  per-stage summary and exits non-zero unless the run ends Completed;
+- ``--work-pool POOL``: register the deployment with that work pool (a worker runs it) instead of serving it here;
+- ``--accept-baseline``: make the current metrics the baseline the next runs are compared with.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from prefect.schedules import Cron
+from prefect.settings import PREFECT_API_URL
+
+from egoeval.io import write_json
+from flows.config import FlowSettings
+from flows.dvc_stages import lock_snapshot, pipeline_stages, stage_state
+from flows.pipeline import NightlyFailed, StageOutcome, current_metrics, format_summary, nightly_flow
+
+DEPLOYMENT = "nightly"
+
+
+def run_once(root: Path) -> int:
+    """One run; print the per-stage summary and the final state; 0 when Completed."""
+    state = nightly_flow(root=str(root), return_state=True)
+    data = state.result(raise_on_failure=False)
+    if isinstance(data, NightlyFailed):
+        data = data.summary
+    if isinstance(data, dict) and "stages" in data:
+        print(format_summary([StageOutcome(**row) for row in data["stages"]]))
+        print(f"report: {data['report']}")
+    print(f"flow run: {state.name}" + (f"\n{state.message}" if state.message else ""))
+    return 0 if state.is_completed() else 1
+
+
+def accept_baseline(root: Path) -> int:
+    """Write the baseline (metrics of every benchmark) and its dvc.lock snapshot; refuse while a stage is stale."""
+    settings = FlowSettings.load(root)
+    stages = pipeline_stages(root)
+    stale = [info.name for info in stages if stage_state(root, info.name).changed]
+    if stale:
+        print(f"the pipeline is not up to date ({', '.join(stale)}): run it first", file=sys.stderr)
+        return 1
+    metrics, _ = current_metrics(str(root), stages)
+    write_json(root / settings.baseline, metrics)
+    write_json(root / settings.baseline_lock, lock_snapshot(root))
+    print(f"baseline: {settings.baseline} ({', '.join(sorted(metrics))}), inputs: {settings.baseline_lock}")
+    return 0
+
+
+def schedule(settings: FlowSettings) -> Cron:
+    return Cron(settings.schedule_cron, timezone=settings.timezone)
+
+
+def _server_configured() -> bool:
+    """Schedules need a Prefect server that outlives this process (a temporary one cannot schedule)."""
+    if PREFECT_API_URL.value():
+        return True
+    print(
+        "no Prefect server: start one (`prefect server start`) and point at it "
+        "(`prefect config set PREFECT_API_URL=http://127.0.0.1:4200/api`), or run once with --once",
+        file=sys.stderr,
+    )
+    return False
+
+
+def serve(root: Path) -> int:
+    """Serve the deployment here: a scheduled run starts in a subprocess of this one."""
+    if not _server_configured():
+        return 2
+    settings = FlowSettings.load(root)
+    nightly_flow.serve(name=DEPLOYMENT, schedules=[schedule(settings)], parameters={"root": str(root)}, limit=1)
+    return 0
+
+
+def deploy(root: Path, work_pool: str) -> int:
+    """Register the deployment with a work pool; a worker of that pool (on a machine with this checkout) runs it."""
+    if not _server_configured():
+        return 2
+    settings = FlowSettings.load(root)
+    code = Path(__file__).resolve().parents[1]  # the checkout holding flows/ (the project may be another folder)
+    nightly_flow.from_source(source=str(code), entrypoint="flows/pipeline.py:nightly_flow").deploy(
+        name=DEPLOYMENT,
+        work_pool_name=work_pool,
+        schedules=[schedule(settings)],
+        parameters={"root": str(root)},
+        concurrency_limit=1,
+    )
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m flows.nightly", description="Run once, serve or deploy the nightly egoeval flow."
+    )
+    parser.add_argument("--root", type=Path, default=Path("."), help="the DVC project (default: .)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--once", action="store_true", help="run once now, locally, and exit")
+    mode.add_argument("--accept-baseline", action="store_true", help="accept the current metrics as the baseline")
+    mode.add_argument("--work-pool", metavar="POOL", help="deploy to this work pool instead of serving")
+    args = parser.parse_args(argv)
+    root = args.root.resolve()
+    if args.once:
+        return run_once(root)
+    if args.accept_baseline:
+        return accept_baseline(root)
+    if args.work_pool:
+        return deploy(root, args.work_pool)
+    return serve(root)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

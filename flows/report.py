@@ -1,0 +1,307 @@
+"""The nightly report: metric tables of every metrics file, a diff against the accepted baseline, and the rule that
+turns a moved metric into a failed run.
+
+A metrics file is any DVC ``metrics`` output (metrics/egonormia.json, metrics/egohumans.json); its benchmark name is
+the file's stem. The baseline (``flows.baseline``, default metrics/baseline.json) is ``{benchmark: <metrics file
+content>}``; beside it, ``baseline.lock.json`` keeps the deps' hashes and params from dvc.lock at acceptance, so a
+report can say which inputs changed since.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+INTERVAL_KEY = "ci95"  # a bootstrap interval [low, high]
+
+
+@dataclass(frozen=True)
+class Metric:
+    value: float
+    interval: tuple[float, float] | None = None  # the bootstrap interval, when the metric has one
+
+
+@dataclass(frozen=True)
+class MetricChange:
+    """A metric that differs from the baseline (``old``/``new`` None: missing on that side)."""
+
+    benchmark: str
+    metric: str
+    old: Metric | None
+    new: Metric | None
+    allowed: tuple[float, float] | None  # the range of values that pass
+    regressed: bool
+    gated: bool  # False: a metric the rule does not check (listed for information)
+
+    @property
+    def delta(self) -> float | None:
+        return None if self.old is None or self.new is None else self.new.value - self.old.value
+
+
+@dataclass(frozen=True)
+class InputChange:
+    """An input (a file's DVC hash or a param's value) that differs between two dvc.lock snapshots."""
+
+    kind: str  # "param", "file" (a source) or "output" (written by another stage)
+    name: str
+    old: Any
+    new: Any
+    stages: tuple[str, ...]
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _interval(value: Any) -> tuple[float, float] | None:
+    if isinstance(value, list | tuple) and len(value) == 2 and all(_number(v) for v in value):
+        return float(value[0]), float(value[1])
+    return None
+
+
+def flatten_metrics(obj: Any, prefix: str = "") -> dict[str, Metric]:
+    """Numeric leaves of a metrics JSON by slash-joined path, each with its bootstrap interval where one is given.
+
+    Intervals: a sibling ``"ci95": {"x": [low, high]}`` belongs to ``"x"`` (metrics/egonormia.json), and
+    ``{"value": x, "ci95": [low, high]}`` is one metric at that dict's path.
+    """
+    if _number(obj):
+        return {prefix: Metric(float(obj))} if prefix else {}
+    if not isinstance(obj, dict):
+        return {}
+    own = _interval(obj.get(INTERVAL_KEY))
+    if own is not None and _number(obj.get("value")) and prefix:
+        return {prefix: Metric(float(obj["value"]), own)}
+    intervals = obj.get(INTERVAL_KEY) if isinstance(obj.get(INTERVAL_KEY), dict) else {}
+    out: dict[str, Metric] = {}
+    for key, value in obj.items():
+        if key == INTERVAL_KEY:
+            continue
+        path = f"{prefix}/{key}" if prefix else str(key)
+        if _number(value):
+            out[path] = Metric(float(value), _interval(intervals.get(key)))
+        else:
+            out.update(flatten_metrics(value, path))
+    return out
+
+
+def compare(
+    benchmark: str,
+    baseline: dict[str, Metric],
+    current: dict[str, Metric],
+    tolerance: float,
+    gate: list[str] | None = None,
+) -> list[MetricChange]:
+    """Metrics that differ from the baseline. A gated metric (its last path key in ``gate``; every metric when
+    ``gate`` is None) regresses when it leaves the baseline's bootstrap interval widened by ``tolerance`` points on
+    each side (without an interval: the baseline value +/- ``tolerance``), or when it disappears. New metrics pass."""
+    changes = []
+    for name in sorted(set(baseline) | set(current)):
+        old, new = baseline.get(name), current.get(name)
+        if old is not None and new is not None and old.value == new.value:
+            continue
+        gated = gate is None or name.rpartition("/")[2] in gate
+        allowed = None
+        if old is not None:
+            low, high = old.interval or (old.value, old.value)
+            allowed = (low - tolerance, high + tolerance)
+        if not gated or old is None:
+            regressed = False
+        elif new is None:
+            regressed = True
+        else:
+            regressed = not allowed[0] - 1e-9 <= new.value <= allowed[1] + 1e-9
+        changes.append(MetricChange(benchmark, name, old, new, allowed, regressed, gated))
+    return changes
+
+
+def _flatten_params(obj: Any, prefix: str) -> dict[str, Any]:
+    if isinstance(obj, dict) and obj:
+        out: dict[str, Any] = {}
+        for key, value in obj.items():
+            out.update(_flatten_params(value, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    return {prefix: obj}
+
+
+def _inputs(snapshot: dict[str, Any], stages: set[str] | None) -> dict[tuple[str, str], tuple[Any, set[str]]]:
+    """``(kind, name) -> (value, stages using it)`` over the chosen stages of a dvc.lock snapshot."""
+    produced = [out for entry in snapshot.values() for out in entry.get("outs", ())]
+
+    def kind(path: str) -> str:
+        inside = any(path == o or path.startswith(f"{o}/") or o.startswith(f"{path}/") for o in produced)
+        return "output" if inside else "file"
+
+    found: dict[tuple[str, str], tuple[Any, set[str]]] = {}
+    for stage, entry in snapshot.items():
+        if stages is not None and stage not in stages:
+            continue
+        items = [((kind(path), path), value) for path, value in entry["deps"].items()]
+        for params in entry["params"].values():
+            items += [(("param", key), value) for key, value in _flatten_params(params, "").items()]
+        for ident, value in items:
+            found.setdefault(ident, (value, set()))[1].add(stage)
+    return found
+
+
+def changed_inputs(old: dict[str, Any], new: dict[str, Any], stages: set[str] | None = None) -> list[InputChange]:
+    """Inputs of ``stages`` (all when None) whose hash or value differs between two dvc.lock snapshots."""
+    before, after = _inputs(old, stages), _inputs(new, stages)
+    changes = []
+    for ident in sorted(set(before) | set(after)):
+        old_value, old_stages = before.get(ident, (None, set()))
+        new_value, new_stages = after.get(ident, (None, set()))
+        if old_value != new_value or ident not in before or ident not in after:
+            changes.append(
+                InputChange(ident[0], ident[1], old_value, new_value, tuple(sorted(old_stages | new_stages)))
+            )
+    return changes
+
+
+@dataclass(frozen=True)
+class Report:
+    markdown: str
+    regressions: list[MetricChange]
+    inputs: dict[str, list[InputChange]]  # per benchmark, the inputs changed since the baseline
+
+    def failure_message(self) -> str:
+        return failure_message(self.regressions, self.inputs)
+
+
+def failure_message(regressions: list[MetricChange], inputs: dict[str, list[InputChange]]) -> str:
+    """One line per regressed metric: which moved, by how much, and which inputs changed."""
+    lines = []
+    for change in regressions:
+        if change.new is None:
+            moved = f"{change.benchmark} {change.metric} is missing (baseline {_fmt(change.old)})"
+        else:
+            moved = (
+                f"{change.benchmark} {change.metric} moved {_fmt(change.old)} -> {_fmt(change.new)} "
+                f"(delta {change.delta:+.4g}, allowed {_range(change.allowed)})"
+            )
+        found = inputs.get(change.benchmark, [])
+        causes = [i for i in found if i.kind != "output"] or found  # sources and params first: the likely causes
+        names = ", ".join(i.name for i in causes) or "none recorded"
+        lines.append(f"{moved}; inputs changed: {names}")
+    return "\n".join(lines)
+
+
+def _fmt(metric: Metric | None) -> str:
+    """``12`` for a whole number without an interval, else two decimals: ``45.20 [38.10, 52.30]``."""
+    if metric is None:
+        return "-"
+    if metric.interval is None:
+        return f"{metric.value:.0f}" if metric.value.is_integer() else f"{metric.value:.2f}"
+    return f"{metric.value:.2f} {_range(metric.interval)}"
+
+
+def _range(bounds: tuple[float, float] | None) -> str:
+    return "-" if bounds is None else f"[{bounds[0]:.2f}, {bounds[1]:.2f}]"
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _short(change: InputChange, value: Any) -> Any:
+    """A file's DVC md5 cut to 8 hex digits; a param's value as it is."""
+    return value[:8] if change.kind != "param" and isinstance(value, str) else value
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def metric_table(metrics: dict[str, Metric]) -> list[str]:
+    """Rows are a metric's path but its last key (e.g. ``blind / chance``), columns that last key (``action``)."""
+    rows: dict[str, dict[str, Metric]] = {}
+    columns: list[str] = []
+    for path, metric in metrics.items():
+        row, _, column = path.rpartition("/")
+        rows.setdefault(row.replace("/", " / ") or "-", {})[column] = metric
+        if column not in columns:
+            columns.append(column)
+    return _table(["", *columns], [[row] + [_fmt(cells.get(c)) for c in columns] for row, cells in rows.items()])
+
+
+def build_report(
+    current: dict[str, Any],
+    baseline: dict[str, Any] | None,
+    lock_now: dict[str, Any],
+    lock_baseline: dict[str, Any] | None,
+    feeding: dict[str, set[str]],
+    tolerance: float,
+    gate: list[str] | None,
+    stage_rows: list[list[str]],
+    baseline_path: str,
+) -> Report:
+    """The markdown report and its verdict.
+
+    ``current``/``baseline``: ``{benchmark: metrics JSON}``; ``lock_*``: dvc.lock snapshots (per stage ``deps``,
+    ``params``, ``outs``); ``feeding``: per benchmark the stages its metrics file depends on; ``tolerance`` and
+    ``gate``: see :func:`compare`; ``stage_rows``: the per-stage summary (stage, state, seconds, note).
+    """
+    lines = ["# egoeval nightly report", "", "## Stages", ""]
+    lines += _table(["stage", "state", "seconds", "note"], stage_rows)
+    flat = {name: flatten_metrics(content) for name, content in sorted(current.items())}
+    for name, metrics in flat.items():
+        lines += ["", f"## {name}", ""]
+        lines += metric_table(metrics) if metrics else ["(no metrics)"]
+    lines += ["", f"## Diff against the baseline (`{baseline_path}`)", ""]
+    changes: list[MetricChange] = []
+    inputs: dict[str, list[InputChange]] = {}
+    if baseline is None:
+        lines.append("No baseline yet: accept the current metrics with `python -m flows.nightly --accept-baseline`.")
+    else:
+        checked = "every metric" if gate is None else "the metrics " + ", ".join(gate)
+        lines.append(
+            f"Rule, for {checked}: the run fails when a metric leaves its baseline bootstrap interval widened by "
+            f"{tolerance:g} points on each side (without an interval: baseline +/- {tolerance:g}), or disappears."
+        )
+        for name in sorted(set(flat) | set(baseline)):
+            changes += compare(name, flatten_metrics(baseline.get(name, {})), flat.get(name, {}), tolerance, gate)
+            if lock_baseline is not None:
+                inputs[name] = changed_inputs(lock_baseline, lock_now, feeding.get(name))
+        lines.append("")
+        if changes:
+            changes.sort(key=lambda c: not c.regressed)
+            rows = [
+                [
+                    c.benchmark,
+                    c.metric,
+                    _fmt(c.old),
+                    _fmt(c.new),
+                    "-" if c.delta is None else f"{c.delta:+.4g}",
+                    _range(c.allowed),
+                    "REGRESSED" if c.regressed else "ok" if c.gated else "info",
+                ]
+                for c in changes
+            ]
+            lines += _table(["benchmark", "metric", "baseline", "current", "delta", "allowed", "verdict"], rows)
+        else:
+            lines.append("Every metric equals the baseline.")
+        lines += ["", "### Inputs changed since the baseline", ""]
+        if lock_baseline is None:
+            lines.append("No dvc.lock snapshot beside the baseline: changed inputs unknown.")
+        for name, found in sorted(inputs.items()):
+            lines += [f"{name}:", ""]
+            rows = [[i.name, i.kind, _short(i, i.old), _short(i, i.new), ", ".join(i.stages)] for i in found]
+            lines += _table(["input", "kind", "baseline", "current", "stages"], rows) if rows else ["none"]
+            lines.append("")
+    regressions = [c for c in changes if c.regressed]
+    if regressions:
+        lines += ["", "## Verdict: FAILED", "", "```", failure_message(regressions, inputs), "```"]
+    return Report("\n".join(lines).rstrip() + "\n", regressions, inputs)
+
+
+def load_json(path: Path) -> Any | None:
+    """A JSON file's content, or None when it does not exist."""
+    return json.loads(path.read_text()) if path.exists() else None

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -130,10 +129,8 @@ def infer_flow(root: str = ".", shards: int = 0) -> str:
 
 @task(name="detect-shard", cache_policy=NO_CACHE)
 def detect_shard(images: pd.DataFrame, params: dict[str, Any], arch_only: bool) -> pd.DataFrame:
-    """``yolo_detections`` over one shard's frames (whole batches of the single-process run, in its order)."""
-    with tempfile.TemporaryDirectory(prefix="egoeval-detect-shard-") as folder:
-        write_parquet(Path(folder) / "images.parquet", images)
-        return detect_stage.yolo_detections(Path(folder), params, arch_only)
+    """``detect_images`` over one shard's frames (whole batches of the single-process run, in its order)."""
+    return detect_stage.detect_images(detect_stage.load_yolo(params, arch_only), images, params)
 
 
 @flow(name="egohumans-detect-sharded")
@@ -141,8 +138,7 @@ def detect_flow(root: str = ".", shards: int = 0, arch_only: bool = False) -> st
     """The egohumans_detect stage in yolo mode, sharded by batch: writes data/egohumans/detections/yolo.parquet."""
     base = Path(root).resolve()
     params = load_params("egohumans.detect", path=base / "params.yaml")
-    images = pd.read_parquet(base / detect_stage.FETCHED / "images.parquet", columns=["sequence", "frame", "path"])
-    images = images.sort_values(["sequence", "frame"]).reset_index(drop=True)
+    images = detect_stage.read_images(base / detect_stage.FETCHED)
     images["path"] = [p if Path(p).is_absolute() else str(base / p) for p in images["path"]]
     shards = shards or FlowSettings.load(base).dask_workers
     batch = int(params["yolo_batch"])

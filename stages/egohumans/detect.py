@@ -101,11 +101,18 @@ def load_yolo(params: dict[str, Any], arch_only: bool = False) -> Any:
     return YOLO(str(weights))
 
 
-def yolo_detections(fetched: Path, params: dict[str, Any], arch_only: bool = False) -> pd.DataFrame:
-    """Run YOLO over every frame listed by fetch, in batches of ``yolo_batch``; person boxes only."""
-    model = load_yolo(params, arch_only)
+def read_images(fetched: Path) -> pd.DataFrame:
+    """The frames listed by fetch (sequence, frame, path), in the stage's order: by sequence, then frame."""
     images = pd.read_parquet(fetched / "images.parquet", columns=["sequence", "frame", "path"])
-    images = images.sort_values(["sequence", "frame"]).reset_index(drop=True)
+    return images.sort_values(["sequence", "frame"]).reset_index(drop=True)
+
+
+def detect_images(model: Any, images: pd.DataFrame, params: dict[str, Any]) -> pd.DataFrame:
+    """Run ``model`` over the given frames (sequence, frame, path), in their order and in batches of ``yolo_batch``.
+
+    Person boxes only, as a sorted detections table. A frame's boxes depend on the batch it is predicted in, so
+    callers that split the work (flows/shard.py) pass whole batches of the stage's order.
+    """
     batch = int(params["yolo_batch"])
     parts = []
     with tqdm(total=len(images), desc="yolo", unit="frame") as progress:
@@ -145,6 +152,11 @@ def yolo_detections(fetched: Path, params: dict[str, Any], arch_only: bool = Fal
                 )
             progress.update(len(chunk))
     return sort_detections(pd.concat([empty_detections(), *parts], ignore_index=True))
+
+
+def yolo_detections(fetched: Path, params: dict[str, Any], arch_only: bool = False) -> pd.DataFrame:
+    """Run YOLO over every frame listed by fetch (``detect_images`` with the model of params)."""
+    return detect_images(load_yolo(params, arch_only), read_images(fetched), params)
 
 
 def detect(mode: str, fetched: Path, out_path: Path, params: dict[str, Any], arch_only: bool = False) -> pd.DataFrame:

@@ -18,11 +18,17 @@ from typing import Any
 
 CACHE_DIR_ENV = "EGOEVAL_CACHE_DIR"  # overrides params' cache_dir (e.g. the audit points at the original's cache)
 CACHE_ONLY_ENV = "EGOEVAL_CACHE_ONLY"  # "1": answer from the cache only; a miss is an error, nothing is sent
+CACHE_FILE = "responses.sqlite"  # in the cache folder; one file for every stage that calls a model
 
 
 def cache_dir(configured: str | os.PathLike[str]) -> Path:
     """The durable cache folder: ``$EGOEVAL_CACHE_DIR`` when set, else the configured one."""
     return Path(os.environ.get(CACHE_DIR_ENV) or configured)
+
+
+def cache_file(configured: str | os.PathLike[str]) -> Path:
+    """The response cache's SQLite file in :func:`cache_dir`."""
+    return cache_dir(configured) / CACHE_FILE
 
 
 def cache_only() -> bool:

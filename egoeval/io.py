@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
+import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
 
 PARAMS_FILE = Path("params.yaml")
 _UMASK = os.umask(0)
@@ -59,6 +67,30 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
 def write_json(path: str | os.PathLike[str], obj: Any) -> None:
     """Deterministic JSON (sorted keys, fixed indent, trailing newline), written atomically."""
     atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, allow_nan=False) + "\n")
+
+
+def write_parquet(path: str | os.PathLike[str], df: pd.DataFrame, schema: pa.Schema | None = None) -> None:
+    """Write a table atomically (pyarrow, no index, optional schema); callers sort first for byte-identical files."""
+    buffer = io.BytesIO()
+    df.to_parquet(buffer, index=False, schema=schema)
+    atomic_write_bytes(path, buffer.getvalue())
+
+
+@contextmanager
+def replaced_dir(out_dir: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield an empty sibling folder to fill; on success it replaces ``out_dir`` whole, on failure it is removed."""
+    out_dir = Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}."))
+    try:
+        os.chmod(work, 0o777 & ~_UMASK)  # mkdtemp creates 0700; give the folder the usual permissions
+        yield work
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        work.rename(out_dir)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
 
 
 def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:

@@ -11,14 +11,10 @@ MOTChallenge mark for "ignore"); every other box has ``conf == 1``. Frames are M
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import pickle
-import shutil
-import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from egoeval.io import InputError, atomic_write_bytes
+from egoeval.io import InputError
 
 GT_COLUMNS = ["frame", "id", "x", "y", "w", "h", "conf"]
 DETECTION_COLUMNS = ["sequence", "frame", "x", "y", "w", "h", "score"]
@@ -471,26 +467,3 @@ def check_detections_known(df: pd.DataFrame, images: pd.DataFrame, path: str | o
         sequence, frame = df["sequence"].iloc[bad[0]], int(df["frame"].iloc[bad[0]])
         what = "unknown sequence" if sequence not in set(images["sequence"]) else "no image in the annotation"
         raise InputError(path, f"{what} for this detection", row=f"{sequence} frame {frame}")
-
-
-def write_parquet(path: str | os.PathLike[str], df: pd.DataFrame) -> None:
-    """Write a table atomically (pyarrow, no index); callers sort first for byte-identical files."""
-    buffer = io.BytesIO()
-    df.to_parquet(buffer, index=False)
-    atomic_write_bytes(path, buffer.getvalue())
-
-
-@contextmanager
-def replaced_dir(out_dir: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield an empty sibling folder to fill; on success it replaces ``out_dir`` whole, on failure it is removed."""
-    out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}."))
-    try:
-        yield work
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        work.rename(out_dir)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise

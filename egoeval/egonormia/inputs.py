@@ -8,6 +8,11 @@ import pandas as pd
 
 from egoeval.io import InputError
 
+FETCHED = Path("data/egonormia/fetched")  # the fetch stage's folder: items.parquet and videos/
+ITEMS = FETCHED / "items.parquet"
+FRAMES = Path("data/egonormia/frames")  # the frames stage's folder: <id>.jpg and index.parquet
+DESCRIPTIONS = Path("data/egonormia/descriptions.parquet")
+
 
 def read_table(path: Path, columns: list[str]) -> pd.DataFrame:
     """A parquet table with at least ``columns`` and unique string ids."""

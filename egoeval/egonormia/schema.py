@@ -33,7 +33,6 @@ layout) the file ``video_prev.mp4``, else the one mp4 whose name contains "prev"
 
 from __future__ import annotations
 
-import io
 import json
 import numbers
 import re
@@ -46,7 +45,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from egoeval.io import InputError, atomic_write_bytes
+from egoeval.io import InputError, write_parquet
 
 N_OPTIONS = 5
 CATEGORIES = (
@@ -296,9 +295,7 @@ def read_items(path: str | Path) -> pd.DataFrame:
 def write_items(items: pd.DataFrame, path: str | Path) -> None:
     """Write the items table deterministically (sorted by id, fixed arrow schema), atomically."""
     table = items.loc[:, list(COLUMNS)].sort_values("id", kind="stable").reset_index(drop=True)
-    buffer = io.BytesIO()
-    table.to_parquet(buffer, index=False, schema=ITEMS_SCHEMA)
-    atomic_write_bytes(path, buffer.getvalue())
+    write_parquet(path, table, ITEMS_SCHEMA)
 
 
 def item_files(folder: str | Path) -> list[str]:

@@ -28,9 +28,8 @@ from egoeval.egohumans.formats import (
     empty_detections,
     read_detections_parquet,
     sort_detections,
-    write_parquet,
 )
-from egoeval.io import PARAMS_FILE, InputError, load_params
+from egoeval.io import PARAMS_FILE, InputError, load_params, write_parquet
 from egoeval.mot import read_mot
 from egoeval.stage import run_stage
 

@@ -29,11 +29,18 @@ from egoeval.egohumans.formats import (
     read_det_txt,
     read_detection_pickle,
     read_tracking_annotation,
-    replaced_dir,
     sort_detections,
+)
+from egoeval.io import (
+    PARAMS_FILE,
+    InputError,
+    load_params,
+    read_manifest,
+    replaced_dir,
+    sha256_file,
+    write_json,
     write_parquet,
 )
-from egoeval.io import PARAMS_FILE, InputError, load_params, read_manifest, sha256_file, write_json
 from egoeval.mot import write_mot
 from egoeval.stage import run_stage
 

@@ -28,8 +28,7 @@ import cv2
 import numpy as np
 from tqdm import tqdm
 
-from egoeval.egohumans.formats import replaced_dir
-from egoeval.io import atomic_write_bytes, atomic_write_text, load_params, write_json, write_manifest
+from egoeval.io import atomic_write_bytes, atomic_write_text, load_params, replaced_dir, write_json, write_manifest
 
 OUT_DIR = Path("data/egohumans/sample")
 HFOV_DEG = 80.0

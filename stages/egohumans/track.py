@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from egoeval.egohumans.formats import DETECTION_MODES, read_detections_parquet, replaced_dir
-from egoeval.io import PARAMS_FILE, InputError, load_params
+from egoeval.egohumans.formats import DETECTION_MODES, read_detections_parquet
+from egoeval.io import PARAMS_FILE, InputError, load_params, replaced_dir
 from egoeval.mot import write_mot
 from egoeval.stage import run_stage
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -20,17 +19,13 @@ from tqdm import tqdm
 
 from egoeval.backends import Decoding
 from egoeval.backends.client import ModelClient
-from egoeval.cache import ResponseCache, cache_dir, cache_only
-from egoeval.egonormia.inputs import FrameStore, Unavailable, read_table
+from egoeval.cache import ResponseCache, cache_file, cache_only
+from egoeval.egonormia.inputs import DESCRIPTIONS, FRAMES, ITEMS, FrameStore, Unavailable, read_table
 from egoeval.egonormia.prompts import describe_request
-from egoeval.io import InputError, atomic_write_bytes, load_params
+from egoeval.io import InputError, load_params, write_parquet
 from egoeval.stage import TransientFailure, run_stage
 
-ITEMS = Path("data/egonormia/fetched/items.parquet")
-FRAMES = Path("data/egonormia/frames")
-OUT = Path("data/egonormia/descriptions.parquet")
 COLUMNS = ["id", "description", "source", "error"]
-CACHE_FILE = "responses.sqlite"
 
 
 def from_dataset(items: pd.DataFrame) -> pd.DataFrame:
@@ -83,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
             table = from_dataset(items)
         elif source == "model":
             frames = FrameStore(read_table(FRAMES / "index.parquet", ["id", "image", "error"]), FRAMES)
-            with ResponseCache(cache_dir(params["infer"]["cache_dir"]) / CACHE_FILE) as cache:
+            with ResponseCache(cache_file(params["infer"]["cache_dir"])) as cache:
                 table = from_model(items, frames, params["model"], cache)
             failed = table[table["error"] != ""]
             limit = float(params["describe"].get("max_failure_rate", params["infer"]["max_failure_rate"]))
@@ -92,10 +87,10 @@ def main(argv: list[str] | None = None) -> int:
                 raise TransientFailure(f"{len(failed)} of {len(table)} descriptions failed; nothing written: {named}")
         else:
             raise InputError("params.yaml", f"egonormia.describe.source must be dataset or model, not {source!r}")
-        atomic_write_bytes(OUT, table.to_parquet(index=False))
+        write_parquet(DESCRIPTIONS, table)
         for row in table[table["error"] != ""].itertuples():
             print(f"describe: {row.id}: {row.error}", file=sys.stderr)
-        print(f"describe: {len(table)} clips ({source}) written to {OUT}", file=sys.stderr)
+        print(f"describe: {len(table)} clips ({source}) written to {DESCRIPTIONS}", file=sys.stderr)
 
     return run_stage(run)
 

@@ -31,10 +31,10 @@ from typing import Any
 import pandas as pd
 from tqdm import tqdm
 
+from egoeval.egonormia.inputs import FETCHED
 from egoeval.egonormia.schema import find_video, item_files, read_folder, source_files, write_items
-from egoeval.io import PARAMS_FILE, InputError, load_params, verify_manifest, write_manifest
+from egoeval.io import PARAMS_FILE, InputError, load_params, replaced_dir, verify_manifest, write_manifest
 
-OUT_DIR = Path("data/egonormia/fetched")
 HF_DIR = Path(".egoeval-cache/huggingface")
 HF_PATTERNS = ["*.parquet", "verified_split.json", "video/*/*prev*.mp4"]
 SOURCES = ("sample", "local", "huggingface")
@@ -88,17 +88,6 @@ def _check_pinned(manifest: Path, folder: Path, names: list[str]) -> None:
     verify_manifest(manifest, folder, names)
 
 
-def _replace_dir(tmp: Path, out_dir: Path) -> None:
-    old = out_dir.with_name(f".{out_dir.name}.old")
-    if old.exists():
-        shutil.rmtree(old)
-    if out_dir.exists():
-        out_dir.rename(old)
-    tmp.rename(out_dir)
-    if old.exists():
-        shutil.rmtree(old)
-
-
 def fetch(params: dict[str, Any], out_dir: str | Path) -> pd.DataFrame:
     """Fetch, verify and normalize the items and videos into out_dir; return the items table."""
     out_dir = Path(out_dir)
@@ -113,25 +102,18 @@ def fetch(params: dict[str, Any], out_dir: str | Path) -> pd.DataFrame:
     sources = {clip_id: find_video(folder, clip_id) for clip_id in items["id"]}
     _check_pinned(manifest, folder, sorted(v for v in sources.values() if v))
 
-    tmp = out_dir.with_name(f".{out_dir.name}.tmp")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    (tmp / "videos").mkdir(parents=True)
-    try:
+    with replaced_dir(out_dir) as work:
+        (work / "videos").mkdir()
         videos = []
         for clip_id, source in tqdm(sources.items(), desc="fetch videos", unit="clip", file=sys.stderr):
             if source is None:
                 videos.append("")
                 continue
             target = Path("videos") / f"{clip_id}.mp4"
-            shutil.copyfile(folder / source, tmp / target)
+            shutil.copyfile(folder / source, work / target)
             videos.append(target.as_posix())
         items["video"] = videos
-        write_items(items, tmp / "items.parquet")
-        _replace_dir(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        write_items(items, work / "items.parquet")
     return items
 
 
@@ -155,12 +137,12 @@ def main(argv: list[str] | None = None) -> int:
             names = write_folder_manifest(args.write_manifest, args.manifest)
             print(f"pinned {len(names)} files of {args.write_manifest}", file=sys.stderr)
             return 0
-        items = fetch(load_params("egonormia.fetch"), OUT_DIR)
+        items = fetch(load_params("egonormia.fetch"), FETCHED)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     with_video = int((items["video"] != "").sum())
-    print(f"fetched {len(items)} clips ({with_video} with a context video) into {OUT_DIR}", file=sys.stderr)
+    print(f"fetched {len(items)} clips ({with_video} with a context video) into {FETCHED}", file=sys.stderr)
     return 0
 
 

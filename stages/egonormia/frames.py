@@ -8,7 +8,6 @@ Outputs: data/egonormia/frames/<id>.jpg and data/egonormia/frames/index.parquet
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,13 +15,10 @@ from typing import Any
 import pandas as pd
 from tqdm import tqdm
 
-from egoeval.egonormia.inputs import read_table
-from egoeval.io import InputError, atomic_write_bytes, load_params
+from egoeval.egonormia.inputs import FETCHED, FRAMES, ITEMS, read_table
+from egoeval.io import InputError, atomic_write_bytes, load_params, replaced_dir, write_parquet
 from egoeval.stage import run_stage
 from egoeval.video import encode_jpeg, frame_strip, read_sampled_frames
-
-FETCHED = Path("data/egonormia/fetched")
-OUT = Path("data/egonormia/frames")
 
 
 def extract_frames(items: pd.DataFrame, fetched_dir: Path, out_dir: Path, params: dict[str, Any]) -> pd.DataFrame:
@@ -64,11 +60,10 @@ def main(argv: list[str] | None = None) -> int:
 
     def run() -> None:
         params = load_params("egonormia.frames")
-        items = read_table(FETCHED / "items.parquet", ["id", "video"])
-        shutil.rmtree(OUT, ignore_errors=True)
-        OUT.mkdir(parents=True)
-        index = extract_frames(items, FETCHED, OUT, params)
-        index.to_parquet(OUT / "index.parquet", index=False)
+        items = read_table(ITEMS, ["id", "video"])
+        with replaced_dir(FRAMES) as work:
+            index = extract_frames(items, FETCHED, work, params)
+            write_parquet(work / "index.parquet", index)
         failed = index[index["error"] != ""]
         for row in failed.itertuples(index=False):
             print(f"frames: {row.id}: {row.error}", file=sys.stderr)

@@ -26,8 +26,8 @@ from tqdm import tqdm
 
 from egoeval.backends import Decoding
 from egoeval.backends.client import Completion, ModelClient
-from egoeval.cache import ResponseCache, cache_dir, cache_only
-from egoeval.egonormia.inputs import FrameStore, Unavailable, read_items, read_table
+from egoeval.cache import ResponseCache, cache_file, cache_only
+from egoeval.egonormia.inputs import DESCRIPTIONS, FRAMES, ITEMS, FrameStore, Unavailable, read_items, read_table
 from egoeval.egonormia.prompts import (
     SETTINGS,
     Scene,
@@ -37,15 +37,11 @@ from egoeval.egonormia.prompts import (
     permutation,
     sensible_request,
 )
-from egoeval.io import PARAMS_FILE, InputError, atomic_write_bytes, load_params
+from egoeval.io import PARAMS_FILE, InputError, load_params, write_parquet
 from egoeval.stage import TransientFailure, run_stage
 
-ITEMS = Path("data/egonormia/fetched/items.parquet")
-FRAMES = Path("data/egonormia/frames")
-DESCRIPTIONS = Path("data/egonormia/descriptions.parquet")
 OUT = Path("data/egonormia/responses.parquet")
 COLUMNS = ["id", "setting", "model", "backend", "subtask", "permutation", "response", "error", "request_key"]
-CACHE_FILE = "responses.sqlite"
 
 
 @dataclass(frozen=True)
@@ -146,7 +142,7 @@ def run_inference(
 
     rows: list[dict[str, Any]] = []
     with ExitStack() as stack:
-        cache = ResponseCache(cache_dir(infer_params["cache_dir"]) / CACHE_FILE)
+        cache = ResponseCache(cache_file(infer_params["cache_dir"]))
         stack.callback(cache.close)
         futures = []
         runners = []
@@ -213,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
             params["infer"],
         )
         check_failures(responses, float(params["infer"]["max_failure_rate"]))
-        atomic_write_bytes(OUT, responses.to_parquet(index=False))
+        write_parquet(OUT, responses)
         failed = int((responses["error"] != "").sum())
         print(f"infer: {len(responses) - failed} of {len(responses)} answers, written to {OUT}", file=sys.stderr)
 

@@ -28,13 +28,12 @@ import pyarrow as pa
 from tqdm import tqdm
 
 from egoeval.egonormia.answers import ParseFailure, parse_multi, parse_single
-from egoeval.egonormia.inputs import read_table
+from egoeval.egonormia.inputs import ITEMS, read_table
 from egoeval.egonormia.prompts import SETTINGS, SUBTASKS
 from egoeval.egonormia.scoring import CALL_FAILED, PARSE_FAILED
-from egoeval.io import InputError, write_json
+from egoeval.io import InputError, write_json, write_parquet
 from egoeval.stage import run_stage
 
-ITEMS = Path("data/egonormia/fetched/items.parquet")
 RESPONSES = Path("data/egonormia/responses.parquet")
 PREDICTIONS = Path("data/egonormia/predictions.parquet")
 EVAL_JSON = Path("data/egonormia/predictions_eval.json")
@@ -166,8 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         if not RESPONSES.is_file():
             raise InputError(RESPONSES, "file not found (run the infer stage first)")
         predictions = parse_responses(items, pd.read_parquet(RESPONSES))
-        PREDICTIONS.parent.mkdir(parents=True, exist_ok=True)
-        predictions.to_parquet(PREDICTIONS, index=False, schema=PREDICTION_SCHEMA)
+        write_parquet(PREDICTIONS, predictions, PREDICTION_SCHEMA)
         write_json(EVAL_JSON, eval_json(items, predictions))
         for subtask in SUBTASKS:
             reasons = predictions[f"{subtask}_error"]

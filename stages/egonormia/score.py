@@ -16,12 +16,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from egoeval.egonormia.inputs import read_table
+from egoeval.egonormia.inputs import ITEMS, read_table
 from egoeval.egonormia.prompts import SETTINGS, SUBTASKS
 from egoeval.egonormia.scoring import Outcomes, category_accuracy, outcomes, summarize
 from egoeval.io import InputError, atomic_write_text, load_params, write_json
 from egoeval.stage import run_stage
-from stages.egonormia.parse import ITEMS, PREDICTION_COLUMNS, PREDICTIONS, require_columns
+from stages.egonormia.parse import PREDICTION_COLUMNS, PREDICTIONS, require_columns
 
 METRICS_FILE = Path("metrics/egonormia.json")
 CATEGORIES_FILE = Path("plots/egonormia/categories.csv")

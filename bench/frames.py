@@ -5,16 +5,14 @@ Goal: sampling 1 fps from 30 fps context videos is at least 5x faster than decod
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
 import cv2
 import numpy as np
 
+from bench import OUT, save
 from egoeval.video import decode_all_frames, read_sampled_frames
-
-OUT = Path("bench/out")
 
 
 def make_videos(folder: Path, count: int = 8, seconds: float = 10.0, fps: float = 30.0) -> list[Path]:
@@ -59,8 +57,7 @@ def run() -> dict:
         "speedup": round(full / sampled, 2),
         "identical_frames": same,
     }
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "frames.json").write_text(json.dumps(result, indent=2) + "\n")
+    save("frames", result)
     print("| frames (8 clips x 10 s) | sampled 1 fps | decode every frame | speed-up | same pixels |")
     print("|---|---|---|---|---|")
     print(f"| seconds (best of 3) | {sampled:.3f} | {full:.3f} | {full / sampled:.1f}x | {same} |")

@@ -21,11 +21,10 @@ import httpx
 import pandas as pd
 from PIL import Image
 
-from egoeval.io import write_json
+from bench import save
 from stages.egonormia.infer import run_inference
 
 REPO = Path(__file__).resolve().parents[1]
-OUT = REPO / "bench" / "out" / "infer_throughput.json"
 GOAL = 0.9
 
 
@@ -111,7 +110,7 @@ def run(latencies: tuple[float, ...] = (0.05, 0.2)) -> dict[str, Any]:
     """One measurement per latency, side by side in one run: a short latency shows the per-call overhead."""
     results = {f"{latency * 1000:.0f}ms": measure(latency_s=latency) for latency in latencies}
     print_table(list(results.values()))
-    write_json(OUT, results)
+    save("infer_throughput", results)
     return results
 
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import importlib
-import json
 import sys
-from pathlib import Path
+
+from bench import save
 
 BENCHES = ["bench.frames", "bench.infer_throughput", "bench.score_tracks"]
 
@@ -15,8 +15,7 @@ def main(names: list[str]) -> int:
     for name in names or BENCHES:
         print(f"\n## {name}\n", flush=True)
         results[name] = importlib.import_module(name).run()
-    Path("bench/out").mkdir(parents=True, exist_ok=True)
-    Path("bench/out/all.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    save("all", results)
     return 0
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import shutil
 import subprocess
 import sys
@@ -20,7 +19,8 @@ from typing import Any
 import numpy as np
 import trackeval
 
-OUT = Path("bench/out")
+from bench import OUT, save
+
 DATA = OUT / "score_tracks_data"
 TRACKER = "noisy"
 SEQUENCES = 12
@@ -164,8 +164,7 @@ def run() -> dict:
         "identical": difference <= 1e-9,
         "combined": {k: summary[k] for k in ["HOTA", "MOTA", "IDF1", "IDSW"]},
     }
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "score_tracks.json").write_text(json.dumps(result, indent=2) + "\n")
+    save("score_tracks", result)
     print(f"{SEQUENCES} sequences, {SEQUENCES * FRAMES} frames, {gt_boxes} gt boxes; HOTA + CLEAR + Identity\n")
     print("| scorer | seconds | speed-up vs TrackEval | max abs difference |")
     print("|---|---|---|---|")

@@ -29,9 +29,9 @@ from prefect.cache_policies import NO_CACHE
 from prefect.client.orchestration import get_client
 from prefect_dask import DaskTaskRunner
 
-from egoeval.egohumans.formats import DETECTION_COLUMNS, empty_detections, sort_detections, write_parquet
+from egoeval.egohumans.formats import DETECTION_COLUMNS, empty_detections, sort_detections
 from egoeval.egonormia.inputs import read_items, read_table
-from egoeval.io import atomic_write_bytes, load_params
+from egoeval.io import atomic_write_bytes, load_params, write_parquet
 from flows.config import FlowSettings
 from stages.egohumans import detect as detect_stage
 from stages.egonormia import infer as infer_stage

@@ -1,8 +1,12 @@
-"""Shared test fixtures: small real videos written with OpenCV."""
+"""Shared test helpers: small real videos written with OpenCV, copies of this repository, the tools' environment."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import cv2
@@ -41,9 +45,6 @@ def video_factory(tmp_path: Path):
 
 def copy_repo(destination: Path) -> Path:
     """A fresh-clone-like copy of this repository (tracked and untracked-not-ignored files) with its own git."""
-    import shutil
-    import subprocess
-
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
         cwd=REPO,
@@ -65,8 +66,53 @@ def copy_repo(destination: Path) -> Path:
 
 def tool_env(**extra: str) -> dict[str, str]:
     """The environment for running the project's tools (dvc, python -m stages...) from this venv."""
-    import sys
-
     env = {**os.environ, **extra}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     return env
+
+
+def nightly_env(prefect_home: Path, **extra: str) -> dict[str, str]:
+    """The environment for a ``python -m flows.nightly`` subprocess: its own PREFECT_HOME, no server configured."""
+    env = {k: v for k, v in tool_env().items() if not k.startswith("PREFECT_")}
+    env.update(PREFECT_HOME=str(prefect_home), PREFECT_SERVER_ANALYTICS_ENABLED="false", **extra)
+    return env
+
+
+def dvc(root: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``dvc <args>`` in ``root`` with this venv's tools, extra environment variables ``env``; never raises."""
+    return subprocess.run(["dvc", *args], cwd=root, env=tool_env(**env), capture_output=True, text=True, check=False)
+
+
+REPRODUCED_FILES = (
+    "metrics/egonormia.json",
+    "metrics/egohumans.json",
+    "plots/egonormia/categories.csv",
+    "plots/egohumans/sequences.csv",
+)
+
+
+@pytest.fixture(scope="session")
+def reproduced(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of this repository after a full ``dvc repro`` of the bundled sample, shared by every test that asks.
+
+    Read-only: a test that changes anything (params, inputs, caches) works on its own copy
+    (``shutil.copytree(reproduced, ..., symlinks=True)``).
+    """
+    root = copy_repo(tmp_path_factory.mktemp("reproduced"))
+    # The committed metrics and plots (git-tracked, `cache: false`) would let DVC skip the scoring stages: remove
+    # them so every number is computed again, then compare with the committed files.
+    for committed in REPRODUCED_FILES:
+        (root / committed).unlink()
+    run = dvc(root, "repro")
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    return root
+
+
+@pytest.fixture(scope="session", autouse=True)
+def stop_temporary_prefect_servers() -> Iterator[None]:
+    """Stop any temporary Prefect server an in-process flow started, while pytest still owns the output streams."""
+    yield
+    server = sys.modules.get("prefect.server.api.server")
+    if server is not None:
+        for instance in list(server.SubprocessASGIServer._instances.values()):
+            instance.stop()

@@ -19,7 +19,10 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 FAULTS = ("429", "400", "401", "500", "503", "drop", "timeout", "malformed", "empty", "refusal")
 Policy = Callable[[dict[str, Any]], str]
@@ -66,6 +69,26 @@ class KeyedPolicy:
             self._single[frozenset(clip["behaviors"])] = clip["correct_behavior"]
             self._single[frozenset(clip["justifications"])] = clip["correct_justification"]
             self._multi[frozenset(clip["behaviors"])] = set(clip["sensible"])
+
+    @classmethod
+    def from_items(cls, items: pd.DataFrame) -> KeyedPolicy:
+        """The answer key of an items table (``egoeval.egonormia.schema`` columns), options as the prompts show them."""
+        from egoeval.egonormia.prompts import displayed_options
+
+        clips = []
+        for item in items.itertuples(index=False):
+            shown = displayed_options(item.behaviors, range(5))
+            reasons = displayed_options(item.justifications, range(5))
+            clips.append(
+                {
+                    "behaviors": shown,
+                    "justifications": reasons,
+                    "correct_behavior": shown[item.correct_idx],
+                    "correct_justification": reasons[item.correct_idx],
+                    "sensible": [shown[k] for k in item.sensible_idx],
+                }
+            )
+        return cls(clips)
 
     def __call__(self, body: dict[str, Any]) -> str:
         text = last_user_text(body)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import copy_repo, tool_env
+from conftest import tool_env
 
 from egoeval.audit import Findings, compare_eval_json, compare_tracks, main, read_report
 from egoeval.io import InputError
@@ -29,23 +29,15 @@ def audit(root: Path, *reported: str | Path) -> subprocess.CompletedProcess[str]
 
 
 @pytest.fixture(scope="module")
-def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = copy_repo(tmp_path_factory.mktemp("repo"))
-    run = subprocess.run(["dvc", "repro"], cwd=root, env=tool_env(), capture_output=True, text=True, check=False)
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    return root
-
-
-@pytest.fixture(scope="module")
-def rederived(workspace: Path, tmp_path_factory: pytest.TempPathFactory) -> Rederived:
+def rederived(reproduced: Path, tmp_path_factory: pytest.TempPathFactory) -> Rederived:
     """One audit of every kind of report (all untouched), keeping its re-derivation for the comparison tests."""
     outside = tmp_path_factory.mktemp("reports")
-    shutil.copytree(workspace / "data/egohumans/tracks" / RUN, outside / RUN)
-    baseline = {name: json.loads((workspace / f"metrics/{name}.json").read_text()) for name in BENCHMARKS}
+    shutil.copytree(reproduced / "data/egohumans/tracks" / RUN, outside / RUN)
+    baseline = {name: json.loads((reproduced / f"metrics/{name}.json").read_text()) for name in BENCHMARKS}
     (outside / "baseline.json").write_text(json.dumps(baseline))
     work = outside / "work"
     result = audit(
-        workspace,
+        reproduced,
         "metrics/egonormia.json",
         "metrics/egohumans.json",
         "data/egonormia/predictions_eval.json",
@@ -71,13 +63,13 @@ def test_every_kind_of_report_reproduces(rederived: Rederived) -> None:
 
 
 @pytest.mark.slow
-def test_a_tampered_number_is_named_with_its_delta(workspace: Path, tmp_path: Path) -> None:
-    metrics = json.loads((workspace / "metrics/egonormia.json").read_text())
+def test_a_tampered_number_is_named_with_its_delta(reproduced: Path, tmp_path: Path) -> None:
+    metrics = json.loads((reproduced / "metrics/egonormia.json").read_text())
     true_value = metrics["blind"]["chance"]["action"]
     low, high = metrics["blind"]["chance"]["ci95"]["action"]
     metrics["blind"]["chance"]["action"] = true_value + 1.5
     (tmp_path / "reported.json").write_text(json.dumps(metrics))
-    result = audit(workspace, tmp_path / "reported.json")
+    result = audit(reproduced, tmp_path / "reported.json")
     assert result.returncode == 1, result.stdout + result.stderr
     lines = [line for line in result.stdout.splitlines() if "DIFF" in line]
     assert len(lines) == 1
@@ -88,9 +80,9 @@ def test_a_tampered_number_is_named_with_its_delta(workspace: Path, tmp_path: Pa
 
 
 @pytest.mark.slow
-def test_changed_params_inputs_and_missing_answers_are_named(workspace: Path, tmp_path: Path) -> None:
+def test_changed_params_inputs_and_missing_answers_are_named(reproduced: Path, tmp_path: Path) -> None:
     root = tmp_path / "ws"
-    shutil.copytree(workspace, root, symlinks=True)
+    shutil.copytree(reproduced, root, symlinks=True)
     params = yaml.safe_load((root / "params.yaml").read_text())
     params["egonormia"]["score"]["bootstrap_seed"] = 1
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
@@ -113,7 +105,7 @@ def test_changed_params_inputs_and_missing_answers_are_named(workspace: Path, tm
     assert f"{lost.id} pipeline/{lost.model} sensible: pinned" in out
     assert "(missing item: the answer is not in the response cache)" in out
     assert "re-derived output data/egonormia/responses.parquet: modified since dvc.lock" in out
-    reported = json.loads((workspace / "metrics/egonormia.json").read_text())["pipeline"][lost.model]
+    reported = json.loads((reproduced / "metrics/egonormia.json").read_text())["pipeline"][lost.model]
     assert f"pipeline.{lost.model}.coverage: reported {reported['coverage']}" in out
 
 

@@ -20,9 +20,8 @@ from egoeval.egohumans.formats import (
     read_detection_pickle,
     read_detections_parquet,
     read_tracking_annotation,
-    write_parquet,
 )
-from egoeval.io import InputError
+from egoeval.io import InputError, write_parquet
 
 
 class _Touch:

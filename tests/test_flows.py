@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -14,11 +13,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import REPO, copy_repo, dvc, nightly_env
 
 from flows.dvc_stages import cache_key, lock_snapshot, pipeline_stages, stage_state
 from flows.report import Metric, build_report, compare, flatten_metrics
-
-REPO = Path(__file__).resolve().parents[1]
 
 STEP = '''\
 """The toy pipeline's only program: every run appends its arguments to runs.log (not an output of any stage)."""
@@ -87,15 +85,6 @@ def _run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subpr
     return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
 
-def dvc(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return _run([sys.executable, "-m", "dvc", *args], root, _path_env())
-
-
-def _path_env() -> dict[str, str]:
-    """Stage commands say ``python``: make it this interpreter."""
-    return {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-
-
 def set_params(root: Path, **toy: dict[str, object]) -> None:
     params = yaml.safe_load((root / "params.yaml").read_text())
     for section, values in toy.items():
@@ -132,10 +121,7 @@ def toy(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def prefect_env(tmp_path: Path) -> dict[str, str]:
-    """Environment for a ``python -m flows.nightly`` subprocess: its own PREFECT_HOME, no server configured."""
-    env = {k: v for k, v in _path_env().items() if not k.startswith("PREFECT_")}
-    env.update(PREFECT_HOME=str(tmp_path / "prefect-home"), PREFECT_SERVER_ANALYTICS_ENABLED="false")
-    return env
+    return nightly_env(tmp_path / "prefect-home")
 
 
 @pytest.fixture(scope="module")
@@ -429,15 +415,11 @@ def test_sharded_inference_on_two_workers_is_byte_identical(tmp_path: Path, pref
 # ---------------------------------------------------------------- slow: this repository's pipeline, and YOLO shards
 
 
-def copy_repo(dest: Path) -> Path:
-    """This working tree without the virtualenv, git, caches and DVC's lock: a project nothing has run in yet."""
-    skip = {".venv", ".git", ".egoeval-cache", ".pytest_cache", ".ruff_cache", "__pycache__", "bench", "dvc.lock"}
-    shutil.copytree(REPO, dest, ignore=lambda folder, names: [n for n in names if n in skip or n.endswith(".egg-info")])
-    shutil.rmtree(dest / ".dvc" / "cache", ignore_errors=True)
-    shutil.rmtree(dest / ".dvc" / "tmp", ignore_errors=True)
-    for name in ("baseline.json", "baseline.lock.json"):
-        (dest / "metrics" / name).unlink(missing_ok=True)
-    assert _run(["git", "init", "-q"], dest).returncode == 0
+def fresh_copy(dest: Path) -> Path:
+    """A copy of this repository without DVC's lock and the accepted baseline: a project nothing has run in yet."""
+    copy_repo(dest)
+    for name in ("dvc.lock", "metrics/baseline.json", "metrics/baseline.lock.json"):
+        (dest / name).unlink(missing_ok=True)
     return dest
 
 
@@ -445,7 +427,7 @@ def copy_repo(dest: Path) -> Path:
 def test_real_pipeline_once_twice_then_scaled_out(
     tmp_path: Path, prefect_env: dict[str, str], prefect_server: None
 ) -> None:
-    root = copy_repo(tmp_path / "repo")
+    root = fresh_copy(tmp_path / "repo")
     names = [s.name for s in pipeline_stages(root)]
     assert names[0] == "egonormia_sample" and "egohumans_track@botsort-file" in names
     command = [sys.executable, "-m", "flows.nightly", "--once"]

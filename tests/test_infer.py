@@ -73,23 +73,6 @@ def write_frames(frames_dir: Path, items: pd.DataFrame, broken: set[str] = froze
     return index
 
 
-def policy_for(items: pd.DataFrame, seed: int) -> KeyedPolicy:
-    clips = []
-    for item in items.itertuples(index=False):
-        shown = displayed_options(item.behaviors, range(5))
-        reasons = displayed_options(item.justifications, range(5))
-        clips.append(
-            {
-                "behaviors": shown,
-                "justifications": reasons,
-                "correct_behavior": shown[item.correct_idx],
-                "correct_justification": reasons[item.correct_idx],
-                "sensible": [shown[k] for k in item.sensible_idx],
-            }
-        )
-    return KeyedPolicy(clips)
-
-
 def model_spec(server: OpenAIServer, **extra: Any) -> dict[str, Any]:
     return {
         "backend": "openai",
@@ -133,7 +116,7 @@ def test_every_answer_of_a_correct_model_maps_back_to_the_gold_options(tmp_path:
     monkeypatch.setenv(KEY_ENV, SECRET)
     items = make_items(6)
     index = write_frames(tmp_path / "frames", items)
-    with OpenAIServer(policy=policy_for(items, 0)) as server:
+    with OpenAIServer(policy=KeyedPolicy.from_items(items)) as server:
         responses = run_inference(
             items, index, tmp_path / "frames", descriptions_of(items), [model_spec(server)], infer_params(tmp_path)
         )
@@ -172,7 +155,7 @@ def test_a_rerun_is_served_from_the_cache_and_identical(tmp_path: Path) -> None:
     items = make_items(4)
     index = write_frames(tmp_path / "frames", items)
     args = (items, index, tmp_path / "frames", descriptions_of(items))
-    with OpenAIServer(policy=policy_for(items, 0)) as server:
+    with OpenAIServer(policy=KeyedPolicy.from_items(items)) as server:
         first = run_inference(*args, [model_spec(server)], infer_params(tmp_path))
         sent = len(server.requests)
         second = run_inference(*args, [model_spec(server)], infer_params(tmp_path))
@@ -183,7 +166,7 @@ def test_a_rerun_is_served_from_the_cache_and_identical(tmp_path: Path) -> None:
 def test_broken_frames_and_permanent_errors_are_recorded_not_raised(tmp_path: Path) -> None:
     items = make_items(5)
     index = write_frames(tmp_path / "frames", items, broken={"clip-002"})
-    with OpenAIServer(policy=policy_for(items, 0)) as server:
+    with OpenAIServer(policy=KeyedPolicy.from_items(items)) as server:
         responses = run_inference(
             items, index, tmp_path / "frames", descriptions_of(items), [model_spec(server)], infer_params(tmp_path)
         )
@@ -279,7 +262,7 @@ def test_stage_writes_nothing_when_too_much_failed_and_a_rerun_completes(tmp_pat
     monkeypatch.chdir(tmp_path)
     items = make_items(3)
     out = Path("data/egonormia/responses.parquet")
-    with OpenAIServer(policy=policy_for(items, 0), per_request=["500", "500"]) as server:
+    with OpenAIServer(policy=KeyedPolicy.from_items(items), per_request=["500", "500"]) as server:
         write_stage_inputs(tmp_path, items, model_spec(server, max_retries=1))
         assert describe_stage.main([]) == 0
         assert infer_stage.main([]) == 75 and not out.exists()
@@ -330,7 +313,7 @@ def test_cache_only_mode_replays_and_reports_misses_without_calling(tmp_path: Pa
     items = make_items(4)
     index = write_frames(tmp_path / "frames", items)
     args = (index, tmp_path / "frames", descriptions_of(items))
-    with OpenAIServer(policy=policy_for(items, 0)) as server:
+    with OpenAIServer(policy=KeyedPolicy.from_items(items)) as server:
         first = run_inference(items.iloc[:3], *args, [model_spec(server)], infer_params(tmp_path))
         sent = len(server.requests)
         monkeypatch.setenv("EGOEVAL_CACHE_ONLY", "1")

@@ -5,21 +5,17 @@ from __future__ import annotations
 import json
 import re
 import secrets
-import subprocess
+import shutil
 import time
 from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, copy_repo, tool_env
+from conftest import REPO, REPRODUCED_FILES, dvc
 from openai_server import KeyedPolicy, OpenAIServer
 
 pytestmark = pytest.mark.slow
 CANARY = "sk-canary-" + secrets.token_hex(12)  # made at run time, so no source file holds it
-
-
-def dvc(root: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["dvc", *args], cwd=root, env=tool_env(**env), capture_output=True, text=True, check=False)
 
 
 def ran_stages(output: str) -> list[str]:
@@ -27,29 +23,27 @@ def ran_stages(output: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = copy_repo(tmp_path_factory.mktemp("repo"))
-    run = dvc(root, "repro")
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    return root
+def workspace(reproduced: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This module's own copy of the reproduced repository, for the tests that change it."""
+    return Path(shutil.copytree(reproduced, tmp_path_factory.mktemp("repo") / "ws", symlinks=True))
 
 
-def test_repro_reproduces_the_committed_metrics(workspace: Path) -> None:
-    for name in ("metrics/egonormia.json", "metrics/egohumans.json", "plots/egonormia/categories.csv"):
-        assert (workspace / name).read_bytes() == (REPO / name).read_bytes(), name
-    metrics = json.loads((workspace / "metrics/egonormia.json").read_text())
+def test_repro_reproduces_the_committed_metrics(reproduced: Path) -> None:
+    for name in REPRODUCED_FILES:  # deleted from the copy before `dvc repro`: computed anew, byte for byte
+        assert (reproduced / name).read_bytes() == (REPO / name).read_bytes(), name
+    metrics = json.loads((reproduced / "metrics/egonormia.json").read_text())
     assert set(metrics) == {"blind", "pipeline", "video"}
     for setting in metrics.values():
         for model in setting.values():
             assert {"action", "justification", "both", "sensible_iou"} <= set(model)
             assert all(0 <= model[m] <= 100 for m in ("action", "justification", "both", "sensible_iou"))
-    tracking = json.loads((workspace / "metrics/egohumans.json").read_text())
+    tracking = json.loads((reproduced / "metrics/egohumans.json").read_text())
     assert set(tracking) == {"bytetrack-gt", "bytetrack-file", "botsort-gt", "botsort-file"}
 
 
-def test_second_repro_runs_nothing_and_is_fast(workspace: Path) -> None:
+def test_second_repro_runs_nothing_and_is_fast(reproduced: Path) -> None:
     start = time.perf_counter()
-    run = dvc(workspace, "repro")
+    run = dvc(reproduced, "repro")
     elapsed = time.perf_counter() - start
     assert run.returncode == 0 and ran_stages(run.stdout) == []
     assert elapsed < 3.0, f"a no-op dvc repro took {elapsed:.2f} s"
@@ -70,26 +64,10 @@ def test_openai_backend_runs_every_setting_with_no_code_change(workspace: Path) 
     """Only params.yaml changes: a loopback OpenAI-compatible server answers every question correctly."""
     import pandas as pd
 
-    from egoeval.egonormia.prompts import displayed_options, permutation
-
     items = pd.read_parquet(workspace / "data/egonormia/fetched/items.parquet")
     params = yaml.safe_load((workspace / "params.yaml").read_text())
-    seed = params["egonormia"]["infer"]["seed"]
-    clips = []
-    for row in items.itertuples(index=False):
-        behaviors = displayed_options(list(row.behaviors), permutation(seed, row.id, "action"))
-        justifications = displayed_options(list(row.justifications), permutation(seed, row.id, "justification"))
-        shown = displayed_options(list(row.behaviors), list(range(5)))
-        clips.append(
-            {
-                "behaviors": behaviors,
-                "correct_behavior": shown[row.correct_idx],
-                "justifications": justifications,
-                "correct_justification": displayed_options(list(row.justifications), list(range(5)))[row.correct_idx],
-                "sensible": [shown[i] for i in row.sensible_idx],
-            }
-        )
-    with OpenAIServer(policy=KeyedPolicy(clips), fault_rate=0.2, fault_kinds=("500", "429", "drop")) as server:
+    policy = KeyedPolicy.from_items(items)
+    with OpenAIServer(policy=policy, fault_rate=0.2, fault_kinds=("500", "429", "drop")) as server:
         params["egonormia"]["model"].update(
             backend="openai",
             name="loopback-vlm",

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import conftest
 import pandas as pd
 import pytest
 import yaml
@@ -37,8 +38,8 @@ OPTION = re.compile(r"^1\. ", re.MULTILINE)
 
 
 def dvc(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = tool_env(**{KEY_ENV: CANARY})
-    return subprocess.run(["dvc", *args], cwd=root, env=env, capture_output=True, text=True, check=False)
+    """``dvc <args>`` with the model's key in the environment."""
+    return conftest.dvc(root, *args, **{KEY_ENV: CANARY})
 
 
 def start_repro(root: Path) -> subprocess.Popen[str]:
@@ -97,22 +98,7 @@ def configure(root: Path, server: OpenAIServer, **model: Any) -> None:
 
 def answer_key(items: pd.DataFrame) -> Callable[[dict[str, Any]], str]:
     """Every question answered correctly (the server reads the options back); a fixed text for descriptions."""
-    from egoeval.egonormia.prompts import displayed_options
-
-    clips = []
-    for item in items.itertuples(index=False):
-        shown = displayed_options(list(item.behaviors), range(5))
-        reasons = displayed_options(list(item.justifications), range(5))
-        clips.append(
-            {
-                "behaviors": shown,
-                "justifications": reasons,
-                "correct_behavior": shown[item.correct_idx],
-                "correct_justification": reasons[item.correct_idx],
-                "sensible": [shown[k] for k in item.sensible_idx],
-            }
-        )
-    keyed = KeyedPolicy(clips)
+    keyed = KeyedPolicy.from_items(items)
     return lambda body: keyed(body) if is_question(body) else default_policy(body)
 
 

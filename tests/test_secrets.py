@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import copy_repo, tool_env
+from conftest import copy_repo, nightly_env
 from openai_server import OpenAIServer
 
 pytestmark = pytest.mark.slow
@@ -77,12 +77,10 @@ def test_api_key_reaches_only_the_server(tmp_path: Path) -> None:
         params["egohumans"]["detect"]["modes"] = ["gt"]
         params["egohumans"]["track"]["trackers"] = ["bytetrack"]
         (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-        env = {k: v for k, v in tool_env().items() if not k.startswith("PREFECT_")}
-        env.update(PREFECT_HOME=str(home), PREFECT_SERVER_ANALYTICS_ENABLED="false", **{KEY_ENV: canary})
         run = subprocess.run(
             [sys.executable, "-m", "flows.nightly", "--once"],
             cwd=root,
-            env=env,
+            env=nightly_env(home, **{KEY_ENV: canary}),
             capture_output=True,
             text=True,
             timeout=600,

@@ -440,7 +440,7 @@ def test_cli_fetch_and_write_manifest(tmp_path: Path) -> None:
 def test_cli_refuses_unpinned_revision_offline(tmp_path: Path) -> None:
     params = {**local_params(Path("nowhere")), "source": "huggingface", "hf_revision": "main"}
     done = _run_cli(tmp_path, params)
-    assert done.returncode == 1
+    assert done.returncode == 2  # bad input: egoeval.stage.EXIT_BAD_INPUT, never retried
     assert "hf_revision must pin a commit" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / ".egoeval-cache").exists() and not (tmp_path / "data").exists()
 

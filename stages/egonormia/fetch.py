@@ -34,6 +34,7 @@ from tqdm import tqdm
 from egoeval.egonormia.inputs import FETCHED
 from egoeval.egonormia.schema import find_video, item_files, read_folder, source_files, write_items
 from egoeval.io import PARAMS_FILE, InputError, load_params, replaced_dir, verify_manifest, write_manifest
+from egoeval.stage import run_stage
 
 HF_DIR = Path(".egoeval-cache/huggingface")
 HF_PATTERNS = ["*.parquet", "verified_split.json", "video/*/*prev*.mp4"]
@@ -132,18 +133,17 @@ def main(argv: list[str] | None = None) -> int:
         "--manifest", type=Path, help="manifest path for --write-manifest (default FOLDER/manifest.sha256)"
     )
     args = parser.parse_args(argv)
-    try:
+
+    def body() -> None:
         if args.write_manifest is not None:
             names = write_folder_manifest(args.write_manifest, args.manifest)
             print(f"pinned {len(names)} files of {args.write_manifest}", file=sys.stderr)
-            return 0
+            return
         items = fetch(load_params("egonormia.fetch"), FETCHED)
-    except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    with_video = int((items["video"] != "").sum())
-    print(f"fetched {len(items)} clips ({with_video} with a context video) into {FETCHED}", file=sys.stderr)
-    return 0
+        with_video = int((items["video"] != "").sum())
+        print(f"fetched {len(items)} clips ({with_video} with a context video) into {FETCHED}", file=sys.stderr)
+
+    return run_stage(body)
 
 
 if __name__ == "__main__":

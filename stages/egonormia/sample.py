@@ -44,6 +44,7 @@ from tqdm import tqdm
 
 from egoeval.egonormia.schema import read_official_json, source_files
 from egoeval.io import InputError, load_params, write_manifest
+from egoeval.stage import run_stage
 
 SAMPLE_DIR = Path("data/egonormia/sample")
 CLIPS_FILE = SAMPLE_DIR / "clips.json"
@@ -385,17 +386,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m stages.egonormia.sample", description=__doc__.splitlines()[0])
     parser.add_argument("--write-manifest", action="store_true", help=f"rewrite {MANIFEST} from the files on disk")
     args = parser.parse_args(argv)
-    try:
+
+    def body() -> None:
         if args.write_manifest:
             names = write_sample_manifest()
             print(f"wrote {MANIFEST} ({len(names)} files)", file=sys.stderr)
         else:
             written = render_sample(CLIPS_FILE, VIDEOS_DIR, load_params("egonormia.sample"))
             print(f"rendered {len(written)} videos into {VIDEOS_DIR}", file=sys.stderr)
-    except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    return 0
+
+    return run_stage(body)
 
 
 if __name__ == "__main__":

@@ -30,8 +30,7 @@ from prefect.client.orchestration import get_client
 from prefect_dask import DaskTaskRunner
 
 from egoeval.egohumans.formats import DETECTION_COLUMNS, empty_detections, sort_detections
-from egoeval.egonormia.inputs import read_items, read_table
-from egoeval.io import atomic_write_bytes, load_params, write_parquet
+from egoeval.io import load_params, write_parquet
 from flows.config import FlowSettings
 from stages.egohumans import detect as detect_stage
 from stages.egonormia import infer as infer_stage
@@ -108,19 +107,10 @@ def sharded_inference(
 def infer_flow(root: str = ".", shards: int = 0) -> str:
     """The egonormia_infer stage, sharded by clip: writes data/egonormia/responses.parquet under ``root``."""
     base = Path(root).resolve()
-    params = load_params("egonormia", path=base / "params.yaml")
-    infer_params = {**params["infer"], "cache_dir": str(base / params["infer"]["cache_dir"])}
-    responses = sharded_inference(
-        read_items(base / infer_stage.ITEMS),
-        read_table(base / infer_stage.FRAMES / "index.parquet", ["id", "image", "error"]),
-        base / infer_stage.FRAMES,
-        read_table(base / infer_stage.DESCRIPTIONS, ["id", "description", "error"]),
-        [params["model"], *(params.get("baselines") or [])],
-        infer_params,
-        shards or FlowSettings.load(base).dask_workers,
-    )
-    infer_stage.check_failures(responses, float(params["infer"]["max_failure_rate"]))
-    atomic_write_bytes(base / infer_stage.OUT, responses.to_parquet(index=False))
+    inputs = infer_stage.stage_inputs(base)
+    responses = sharded_inference(*inputs, shards or FlowSettings.load(base).dask_workers)
+    infer_stage.check_failures(responses, float(inputs[-1]["max_failure_rate"]))
+    write_parquet(base / infer_stage.OUT, responses)
     return str(base / infer_stage.OUT)
 
 

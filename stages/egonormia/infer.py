@@ -195,20 +195,26 @@ def check_failures(responses: pd.DataFrame, max_failure_rate: float) -> None:
         )
 
 
+def stage_inputs(root: Path = Path(".")) -> tuple[Any, ...]:
+    """``run_inference``'s arguments as the stage reads them under ``root`` (params, items, frames, descriptions)."""
+    params = load_params("egonormia", path=root / PARAMS_FILE)
+    return (
+        read_items(root / ITEMS),
+        read_table(root / FRAMES / "index.parquet", ["id", "image", "error"]),
+        root / FRAMES,
+        read_table(root / DESCRIPTIONS, ["id", "description", "error"]),
+        [params["model"], *(params.get("baselines") or [])],
+        {**params["infer"], "cache_dir": str(root / params["infer"]["cache_dir"])},
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(description=__doc__).parse_args(argv)
 
     def run() -> None:
-        params = load_params("egonormia")
-        responses = run_inference(
-            read_items(ITEMS),
-            read_table(FRAMES / "index.parquet", ["id", "image", "error"]),
-            FRAMES,
-            read_table(DESCRIPTIONS, ["id", "description", "error"]),
-            [params["model"], *(params.get("baselines") or [])],
-            params["infer"],
-        )
-        check_failures(responses, float(params["infer"]["max_failure_rate"]))
+        inputs = stage_inputs()
+        responses = run_inference(*inputs)
+        check_failures(responses, float(inputs[-1]["max_failure_rate"]))
         write_parquet(OUT, responses)
         failed = int((responses["error"] != "").sum())
         print(f"infer: {len(responses) - failed} of {len(responses)} answers, written to {OUT}", file=sys.stderr)

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -34,7 +33,8 @@ import pandas as pd
 import yaml
 
 from egoeval.cache import CACHE_DIR_ENV, CACHE_ONLY_ENV, cache_dir
-from egoeval.io import InputError, load_params
+from egoeval.io import InputError, flatten_dotted, load_params
+from egoeval.stage import command_env
 
 if TYPE_CHECKING:
     from flows.dvc_stages import StageInfo
@@ -79,20 +79,12 @@ class Findings:
 # ------------------------------------------------------------------------------------ 1. the workspace vs dvc.lock
 
 
-def _flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(obj, dict) and obj:
-        flat: dict[str, Any] = {}
-        for key, value in obj.items():
-            flat.update(_flatten(value, f"{prefix}{key}."))
-        return flat
-    return {prefix[:-1]: obj}
-
-
 def _lock_stages(root: Path) -> dict[str, Any]:
-    path = root / "dvc.lock"
-    if not path.is_file():
-        raise InputError(path, "no dvc.lock: nothing is pinned (run `dvc repro` first)")
-    return (yaml.safe_load(path.read_text()) or {}).get("stages", {})
+    from flows.dvc_stages import read_lock
+
+    if not (root / "dvc.lock").is_file():
+        raise InputError(root / "dvc.lock", "no dvc.lock: nothing is pinned (run `dvc repro` first)")
+    return read_lock(root)
 
 
 def param_changes(root: Path) -> list[str]:
@@ -100,8 +92,8 @@ def param_changes(root: Path) -> list[str]:
     changed: dict[tuple[str, str], tuple[Any, Any, list[str]]] = {}
     for stage, entry in sorted(_lock_stages(root).items()):
         for file, sections in (entry.get("params") or {}).items():
-            now = _flatten(yaml.safe_load((root / file).read_text()) or {}) if (root / file).is_file() else {}
-            for key, pinned in _flatten(sections).items():
+            now = flatten_dotted(yaml.safe_load((root / file).read_text()) or {}) if (root / file).is_file() else {}
+            for key, pinned in flatten_dotted(sections).items():
                 current = now.get(key, "<absent>")
                 if current != pinned:
                     changed.setdefault((file, key), (pinned, current, []))[2].append(stage)
@@ -154,16 +146,10 @@ def lock_changes(root: Path, stages: list[str] | None = None, outs_only: bool = 
 
 def _stages(root: Path, targets: list[str]) -> list[StageInfo]:
     """The target stages and everything upstream of them, in run order (dvc.yaml is the only list of stages)."""
-    from flows.dvc_stages import pipeline_stages
+    from flows.dvc_stages import pipeline_stages, with_upstream
 
     stages = pipeline_stages(root)
-    by_name = {stage.name: stage for stage in stages}
-    needed, todo = set(), list(targets)
-    while todo:
-        name = todo.pop()
-        if name not in needed:
-            needed.add(name)
-            todo.extend(by_name[name].upstream)
+    needed = with_upstream(stages, targets)
     return [stage for stage in stages if stage.name in needed]
 
 
@@ -210,12 +196,7 @@ def rederive(root: Path, work: Path, targets: list[str], findings: Findings) -> 
         findings.differ(f"pinned inputs are not in the DVC cache (dvc pull?): {error}")
         return None
     configured = load_params("egonormia.infer", root / "params.yaml")["cache_dir"]
-    env = {
-        **os.environ,
-        CACHE_ONLY_ENV: "1",
-        CACHE_DIR_ENV: str(cache_dir(root / configured).resolve()),
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-    }
+    env = command_env(**{CACHE_ONLY_ENV: "1", CACHE_DIR_ENV: str(cache_dir(root / configured).resolve())})
     for stage in runs:
         run = subprocess.run(stage.cmd, shell=True, cwd=work, env=env, capture_output=True, text=True)
         if run.returncode != 0:
@@ -314,9 +295,9 @@ def read_report(path: Path) -> Report:
 
 def compare_numbers(reported: dict[str, Any], derived: dict[str, Any], tolerance: float, findings: Findings) -> None:
     """Every number in ``reported`` against the re-derived one; a differing one says if it is inside the ci95."""
-    flat_derived = _flatten(derived)
+    flat_derived = flatten_dotted(derived)
     checked, start = 0, findings.differences
-    for key, value in sorted(_flatten(reported).items()):
+    for key, value in sorted(flatten_dotted(reported).items()):
         if ".ci95." in f".{key}." or isinstance(value, bool) or not isinstance(value, int | float | None):
             continue
         checked += 1

@@ -43,6 +43,16 @@ def load_params(section: str | None = None, path: str | os.PathLike[str] = PARAM
     return params
 
 
+def flatten_dotted(obj: Any, prefix: str = "") -> dict[str, Any]:
+    """Leaves of nested dicts by dotted key (``{"a": {"b": 1}}`` -> ``{"a.b": 1}``); an empty dict is a leaf."""
+    if isinstance(obj, dict) and obj:
+        flat: dict[str, Any] = {}
+        for key, value in obj.items():
+            flat.update(flatten_dotted(value, f"{prefix}.{key}" if prefix else str(key)))
+        return flat
+    return {prefix: obj}
+
+
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     """Write a file so that a reader (or a crash) never sees it half written."""
     path = Path(path)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from egoeval.io import InputError
 
@@ -14,6 +16,13 @@ EXIT_TRANSIENT = 75  # EX_TEMPFAIL: a retry may succeed (network, rate limits, 5
 
 class TransientFailure(RuntimeError):
     """A stage failed for reasons a later retry may not meet (e.g. too many model calls failed transiently)."""
+
+
+def command_env(**extra: str) -> dict[str, str]:
+    """The environment for running stage commands and dvc: this interpreter's bin folder first on PATH."""
+    env = {**os.environ, **extra}
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    return env
 
 
 def run_stage(body: Callable[[], object]) -> int:

@@ -85,6 +85,18 @@ def pipeline_stages(root: str | os.PathLike[str]) -> list[StageInfo]:
         ]
 
 
+def with_upstream(stages: list[StageInfo], targets: list[str]) -> set[str]:
+    """The names of ``targets`` and of every stage upstream of them."""
+    upstream = {info.name: info.upstream for info in stages}
+    found, todo = set(targets), list(targets)
+    while todo:
+        for parent in upstream.get(todo.pop(), ()):
+            if parent not in found:
+                found.add(parent)
+                todo.append(parent)
+    return found
+
+
 def cache_key(fingerprint: dict[str, Any]) -> str:
     """sha256 of the canonical JSON of a fingerprint."""
     text = json.dumps(fingerprint, sort_keys=True, separators=(",", ":"), default=str)

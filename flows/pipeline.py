@@ -38,9 +38,9 @@ from prefect.states import Completed, Failed, State
 from prefect.tasks import exponential_backoff
 
 from egoeval.io import InputError, atomic_write_text
-from egoeval.stage import EXIT_BAD_INPUT, EXIT_TRANSIENT, TransientFailure
+from egoeval.stage import EXIT_BAD_INPUT, EXIT_TRANSIENT, TransientFailure, command_env
 from flows.config import REPORT_ARTIFACT_KEY, REPORT_FILE, RESULTS_DIR, FlowSettings
-from flows.dvc_stages import StageInfo, lock_snapshot, pipeline_stages, stage_outputs, stage_state
+from flows.dvc_stages import StageInfo, lock_snapshot, pipeline_stages, stage_outputs, stage_state, with_upstream
 from flows.report import build_report, load_json
 
 _EXIT_RE = re.compile(r"exited with (-?\d+)\s*$")  # DVC: "failed to run: <cmd>, exited with <code>"
@@ -68,11 +68,8 @@ def retry_transient(task: Any, task_run: Any, state: State) -> bool:
 
 
 def _stage_env() -> dict[str, str]:
-    """The stage commands' ``python`` is this interpreter's (its bin folder first on PATH)."""
-    env = dict(os.environ)
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    env.setdefault("DVC_NO_ANALYTICS", "1")
-    return env
+    """Stage commands run with this interpreter's ``python``; DVC's analytics stay off unless asked for."""
+    return command_env(DVC_NO_ANALYTICS=os.environ.get("DVC_NO_ANALYTICS", "1"))
 
 
 def _dvc(root: str, stage: str, *args: str) -> None:
@@ -185,17 +182,6 @@ def run_stages(root: str, settings: FlowSettings, stages: list[StageInfo]) -> li
     return outcomes
 
 
-def _ancestors(stages: list[StageInfo], name: str) -> set[str]:
-    upstream = {info.name: info.upstream for info in stages}
-    found, todo = {name}, [name]
-    while todo:
-        for parent in upstream.get(todo.pop(), ()):
-            if parent not in found:
-                found.add(parent)
-                todo.append(parent)
-    return found
-
-
 def current_metrics(root: str, stages: list[StageInfo]) -> tuple[dict[str, Any], dict[str, set[str]]]:
     """``{benchmark: metrics JSON}`` of every metrics file on disk, and per benchmark the stages feeding it."""
     metrics: dict[str, Any] = {}
@@ -206,7 +192,7 @@ def current_metrics(root: str, stages: list[StageInfo]) -> tuple[dict[str, Any],
             content = load_json(Path(root) / path)
             if content is not None:
                 metrics[name] = content
-            feeding[name] = _ancestors(stages, info.name)
+            feeding[name] = with_upstream(stages, [info.name])
     return metrics, feeding
 
 

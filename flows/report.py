@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from egoeval.io import flatten_dotted
+
 INTERVAL_KEY = "ci95"  # a bootstrap interval [low, high]
 
 
@@ -118,15 +120,6 @@ def compare(
     return changes
 
 
-def _flatten_params(obj: Any, prefix: str) -> dict[str, Any]:
-    if isinstance(obj, dict) and obj:
-        out: dict[str, Any] = {}
-        for key, value in obj.items():
-            out.update(_flatten_params(value, f"{prefix}.{key}" if prefix else str(key)))
-        return out
-    return {prefix: obj}
-
-
 def _inputs(snapshot: dict[str, Any], stages: set[str] | None) -> dict[tuple[str, str], tuple[Any, set[str]]]:
     """``(kind, name) -> (value, stages using it)`` over the chosen stages of a dvc.lock snapshot."""
     produced = [out for entry in snapshot.values() for out in entry.get("outs", ())]
@@ -141,7 +134,7 @@ def _inputs(snapshot: dict[str, Any], stages: set[str] | None) -> dict[tuple[str
             continue
         items = [((kind(path), path), value) for path, value in entry["deps"].items()]
         for params in entry["params"].values():
-            items += [(("param", key), value) for key, value in _flatten_params(params, "").items()]
+            items += [(("param", key), value) for key, value in flatten_dotted(params).items()]
         for ident, value in items:
             found.setdefault(ident, (value, set()))[1].add(stage)
     return found

@@ -13,6 +13,8 @@ import cv2
 import numpy as np
 import pytest
 
+from egoeval.stage import command_env
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 
@@ -66,9 +68,7 @@ def copy_repo(destination: Path) -> Path:
 
 def tool_env(**extra: str) -> dict[str, str]:
     """The environment for running the project's tools (dvc, python -m stages...) from this venv."""
-    env = {**os.environ, **extra}
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    return env
+    return command_env(**extra)
 
 
 def nightly_env(prefect_home: Path, **extra: str) -> dict[str, str]:

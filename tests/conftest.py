@@ -16,7 +16,7 @@ import pytest
 from egoeval.stage import command_env
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
+TEST_DATA = REPO / "tests" / "data"  # real fixtures with their source and licence (README there)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

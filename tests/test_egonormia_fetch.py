@@ -32,7 +32,7 @@ from stages.egonormia.fetch import fetch, pinned_revision, write_folder_manifest
 from stages.egonormia.sample import render_sample
 
 REPO = Path(__file__).resolve().parents[1]
-OOD_ROBOT = REPO.parent / "shared" / "data" / "egonormia" / "ood_robot.json"
+OOD_ROBOT = REPO / "tests" / "data" / "egonormia" / "ood_robot.json"
 SAMPLE = REPO / "data" / "egonormia" / "sample"
 
 

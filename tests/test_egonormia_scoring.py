@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from stages.egonormia import parse as parse_stage
 from stages.egonormia import score as score_stage
 
 REPO = Path(__file__).resolve().parents[1]
-EGOEVAL = REPO / ".venv" / "bin" / "egoeval"
+EGOEVAL = Path(sys.executable).with_name("egoeval")  # the console script of the interpreter running the tests
 
 # ------------------------------------------------------------------ a tiny example, worked out by hand
 #

@@ -381,7 +381,7 @@ def test_sharded_inference_on_two_workers_is_byte_identical(tmp_path: Path, pref
     from flows.shard import shard_of, sharded_inference, task_runner
     from stages.egonormia.infer import run_inference
 
-    items = read_official_json(REPO.parent / "shared/data/egonormia/ood_robot.json")  # 11 real clips
+    items = read_official_json(REPO / "tests/data/egonormia/ood_robot.json")  # 11 real clips
     assert {shard_of(clip, 2) for clip in items["id"]} == {0, 1}
     frames = tmp_path / "frames"
     frames.mkdir()

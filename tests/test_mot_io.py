@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import SHARED
+from conftest import TEST_DATA
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from trackeval.datasets._base_dataset import _BaseDataset
@@ -15,7 +15,7 @@ from trackeval.datasets._base_dataset import _BaseDataset
 from egoeval.io import InputError
 from egoeval.mot import COLUMNS, read_mot, read_mot_folder, seqinfo_length, write_mot
 
-MOT = SHARED / "data" / "mot"
+MOT = TEST_DATA / "mot"
 TUD = ["TUD-Campus", "TUD-Stadtmitte"]
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import trackeval
-from conftest import SHARED
+from conftest import TEST_DATA
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linear_sum_assignment
@@ -26,7 +26,7 @@ from egoeval.metrics.matching import forced_matches
 from egoeval.metrics.npsum import row_col_sums
 from egoeval.mot import read_mot
 
-MOT = SHARED / "data" / "mot"
+MOT = TEST_DATA / "mot"
 TUD = ["TUD-Campus", "TUD-Stadtmitte"]
 EGOEVAL = str(Path(sys.executable).with_name("egoeval"))
 SUMMARY_FROM = {"HOTA": ("HOTA", "HOTA"), "DetA": ("HOTA", "DetA"), "AssA": ("HOTA", "AssA")}

@@ -13,6 +13,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "rescore EgoNormia predictions in the official eval-JSON layout",
     ),
     "score-tracks": ("egoeval.metrics.cli", "main", "score MOTChallenge tracker output (CLEAR, Identity, HOTA)"),
+    "check-params": ("egoeval.settings", "check_params_main", "validate params.yaml (types, ranges, unknown keys)"),
     "audit": ("egoeval.audit", "main", "check that reported numbers reproduce from pinned inputs"),
 }
 

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from egoeval.io import InputError
+from egoeval.io import PARAMS_FILE, InputError
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2  # retrying cannot help: fix the named file or row
@@ -25,9 +25,14 @@ def command_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def run_stage(body: Callable[[], object]) -> int:
-    """Run a stage body and map its failure to an exit code with a one-line message on stderr."""
+def run_stage(body: Callable[[], object], params: str | os.PathLike[str] | None = PARAMS_FILE) -> int:
+    """Validate params.yaml whole (unless ``params`` is None: a tool mode), then run a stage body; map a failure to
+    an exit code and a one-line message on stderr."""
+    from egoeval.settings import load_settings
+
     try:
+        if params is not None:
+            load_settings(params)  # a bad key stops every stage before it does any work
         result = body()
     except InputError as error:
         print(f"error: bad input: {error}", file=sys.stderr)

@@ -22,6 +22,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("YOLO_OFFLINE", "1")
 os.environ.setdefault("DVC_NO_ANALYTICS", "1")
+# A temporary Prefect server on a loaded 2-core machine can take longer than Prefect's default 20 s to start.
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 
 
 def write_test_video(path: Path, seconds: float = 5.0, fps: float = 30.0, size: tuple[int, int] = (96, 64)) -> Path:

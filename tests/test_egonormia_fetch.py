@@ -417,7 +417,9 @@ def test_unpinned_revision_refused(tmp_path: Path, revision: object) -> None:
 
 
 def _run_cli(cwd: Path, fetch_params: dict[str, Any], *args: str) -> subprocess.CompletedProcess[str]:
-    (cwd / "params.yaml").write_text(yaml.safe_dump({"egonormia": {"fetch": fetch_params}}))
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params["egonormia"]["fetch"] = {**params["egonormia"]["fetch"], **fetch_params}
+    (cwd / "params.yaml").write_text(yaml.safe_dump(params))
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_ENDPOINT": "http://127.0.0.1:9"}
     return subprocess.run(
         [sys.executable, "-m", "stages.egonormia.fetch", *args], cwd=cwd, env=env, capture_output=True, text=True
@@ -441,7 +443,7 @@ def test_cli_refuses_unpinned_revision_offline(tmp_path: Path) -> None:
     params = {**local_params(Path("nowhere")), "source": "huggingface", "hf_revision": "main"}
     done = _run_cli(tmp_path, params)
     assert done.returncode == 2  # bad input: egoeval.stage.EXIT_BAD_INPUT, never retried
-    assert "hf_revision must pin a commit" in done.stderr and "Traceback" not in done.stderr
+    assert "egonormia.fetch.hf_revision = 'main'" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / ".egoeval-cache").exists() and not (tmp_path / "data").exists()
 
 

@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         with_video = int((items["video"] != "").sum())
         print(f"fetched {len(items)} clips ({with_video} with a context video) into {FETCHED}", file=sys.stderr)
 
-    return run_stage(body)
+    return run_stage(body, params=None if args.write_manifest else PARAMS_FILE)
 
 
 if __name__ == "__main__":

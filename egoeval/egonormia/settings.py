@@ -1,0 +1,143 @@
+"""The ``egonormia`` section of params.yaml, typed and validated (machinery in ``egoeval.settings``)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field, field_validator, model_validator
+
+from egoeval.settings import (
+    Fraction,
+    NonEmptyStr,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    Section,
+    unique_list,
+)
+
+Setting = Literal["blind", "pipeline", "video"]
+Backend = Literal["openai", "random", "minilm"]
+
+
+class SampleSettings(Section):
+    """``egonormia.sample``: the bundled synthetic sample's videos."""
+
+    seconds: Annotated[int, Field(ge=5)]
+    fps: Annotated[int, Field(ge=1, le=120)]
+    width: Annotated[int, Field(ge=16)]
+    height: Annotated[int, Field(ge=16)]
+
+
+class FetchSettings(Section):
+    """``egonormia.fetch``: where the items and videos come from, pinned."""
+
+    source: Literal["sample", "local", "huggingface"]
+    path: NonEmptyStr
+    manifest: NonEmptyStr
+    hf_repo: NonEmptyStr
+    hf_revision: Annotated[str, Field(pattern=r"^[0-9a-f]{40}$")] | None
+    split: Literal["full", "verified"]
+
+
+class FramesSettings(Section):
+    """``egonormia.frames``: the frames strip of the video setting."""
+
+    fps: Annotated[float, Field(gt=0, le=30)]
+    height: Annotated[int, Field(ge=16, le=4096)]
+    max_width: Annotated[int, Field(ge=16, le=65500)]
+    jpeg_quality: Annotated[int, Field(ge=1, le=100)]
+
+
+class DescribeSettings(Section):
+    """``egonormia.describe``: scene descriptions for the pipeline setting."""
+
+    source: Literal["dataset", "model"]
+    max_failure_rate: Fraction
+
+
+def _url(value: str | None) -> str | None:
+    if value is not None and not value.startswith(("http://", "https://")):
+        raise ValueError("must be an http:// or https:// URL, e.g. http://127.0.0.1:8000/v1")
+    return value
+
+
+class ModelSpec(Section):
+    """A model entry: ``egonormia.model`` (every key written) or one of ``egonormia.baselines`` (backend and name)."""
+
+    backend: Backend
+    name: NonEmptyStr
+    base_url: Annotated[str | None, AfterValidator(_url)] = None
+    api_key_env: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")] = "OPENAI_API_KEY"
+    concurrency: Annotated[int, Field(ge=1, le=1024)] = 8
+    temperature: Annotated[float, Field(ge=0, le=2)] = 0.0
+    max_tokens: Annotated[int, Field(ge=1)] = 1024
+    timeout_s: PositiveFloat = 120.0
+    max_retries: NonNegativeInt = 6
+    retry_base_s: NonNegativeFloat = 0.5
+    retry_max_s: PositiveFloat = 30.0
+
+    @model_validator(mode="after")
+    def _openai_needs_url(self) -> ModelSpec:
+        if self.backend == "openai" and self.base_url is None:
+            raise ValueError("backend openai needs base_url (e.g. http://127.0.0.1:8000/v1)")
+        if self.retry_base_s > self.retry_max_s:
+            raise ValueError(f"retry_base_s ({self.retry_base_s}) must not exceed retry_max_s ({self.retry_max_s})")
+        return self
+
+
+class EvaluatedModel(ModelSpec):
+    """``egonormia.model``: the model under evaluation; every key is written in params.yaml."""
+
+    base_url: Annotated[str | None, AfterValidator(_url)]
+    api_key_env: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+    concurrency: Annotated[int, Field(ge=1, le=1024)]
+    temperature: Annotated[float, Field(ge=0, le=2)]
+    max_tokens: Annotated[int, Field(ge=1)]
+    timeout_s: PositiveFloat
+    max_retries: NonNegativeInt
+    retry_base_s: NonNegativeFloat
+    retry_max_s: PositiveFloat
+
+
+class InferSettings(Section):
+    """``egonormia.infer``: which settings run, the option-order seed, failure tolerance, the response cache."""
+
+    settings: Annotated[list[Setting], Field(min_length=1), AfterValidator(unique_list)]
+    seed: NonNegativeInt
+    max_failure_rate: Fraction
+    cache_dir: NonEmptyStr
+
+
+class ScoreSettings(Section):
+    """``egonormia.score``: bootstrap intervals."""
+
+    bootstrap_samples: Annotated[int, Field(ge=10)]
+    bootstrap_seed: NonNegativeInt
+    confidence: Fraction
+
+    @field_validator("confidence")
+    @classmethod
+    def _open_interval(cls, value: float) -> float:
+        if not 0 < value < 1:
+            raise ValueError("must lie strictly between 0 and 1 (e.g. 0.95)")
+        return value
+
+
+class EgoNormiaSettings(Section):
+    sample: SampleSettings
+    fetch: FetchSettings
+    frames: FramesSettings
+    describe: DescribeSettings
+    model: EvaluatedModel
+    baselines: list[ModelSpec]
+    infer: InferSettings
+    score: ScoreSettings
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> EgoNormiaSettings:
+        names = [self.model.name, *(b.name for b in self.baselines)]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"model names must be unique across model and baselines; {twice[0]!r} appears twice")
+        return self

@@ -1,0 +1,248 @@
+"""Typed, validated params.yaml: one pydantic model per section, checked whole before any stage does work.
+
+Every key must be present in params.yaml (DVC tracks params.yaml, so no value hides in code), unknown keys are
+errors with the closest known key suggested, and every error names the dotted key, the value and what is allowed.
+The benchmark sections live beside their code (``egoeval/egonormia/settings.py``, ``egoeval/egohumans/settings.py``);
+this module holds the machinery, the ``flows`` section and the root.
+
+With ``EGOEVAL_PARAMS_TRACE`` set to a file, every params key a process reads is appended there at exit (one JSON
+line per process, with DVC's ``DVC_STAGE``), so a test can check that dvc.yaml declares what each stage reads.
+"""
+
+from __future__ import annotations
+
+import atexit
+import difflib
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Annotated, Any, ClassVar
+from zoneinfo import available_timezones
+
+import yaml
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from egoeval.io import PARAMS_FILE, InputError
+
+TRACE_ENV = "EGOEVAL_PARAMS_TRACE"
+_read_keys: set[str] | None = set() if os.environ.get(TRACE_ENV) else None
+
+
+class ParamsError(InputError):
+    """params.yaml is invalid; the message lists every bad key (exit 2: nothing runs)."""
+
+
+def _fraction(value: float) -> float:
+    if not 0 <= value <= 1:
+        hint = f"; {value:g} looks like a percent: write {value / 100:g}" if 1 < value <= 100 else ""
+        raise ValueError(f"must be a fraction between 0 and 1{hint}")
+    return value
+
+
+Fraction = Annotated[float, AfterValidator(_fraction)]
+"""A share in [0, 1]; a value in (1, 100] is reported as a percent written by mistake."""
+PositiveInt = Annotated[int, Field(ge=1)]
+NonNegativeInt = Annotated[int, Field(ge=0)]
+PositiveFloat = Annotated[float, Field(gt=0)]
+NonNegativeFloat = Annotated[float, Field(ge=0)]
+NonEmptyStr = Annotated[str, Field(min_length=1)]
+
+
+def unique_list(values: list[Any]) -> list[Any]:
+    """A list validator: no value twice."""
+    seen = [v for i, v in enumerate(values) if v in values[:i]]
+    if seen:
+        raise ValueError(f"lists {seen[0]!r} twice")
+    return values
+
+
+class Section(BaseModel):
+    """A params.yaml section: strict types, no unknown keys, read-only; reads are traced when asked."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    _path: str = ""
+    key_path: ClassVar[str] = ""
+
+    def __getattribute__(self, name: str) -> Any:
+        value = super().__getattribute__(name)
+        if (
+            _read_keys is not None
+            and not name.startswith("_")
+            and name in type(self).model_fields
+            and not isinstance(value, Section)
+        ):
+            _read_keys.add(f"{object.__getattribute__(self, '_path')}.{name}".lstrip("."))
+        return value
+
+    def model_dump(self, **kwargs: Any) -> dict[str, Any]:
+        if _read_keys is not None:
+            _read_keys.add(object.__getattribute__(self, "_path"))
+        return super().model_dump(**kwargs)
+
+    def _set_paths(self, path: str) -> None:
+        object.__setattr__(self, "_path", path)
+        for name in type(self).model_fields:
+            child = super().__getattribute__(name)
+            children = child if isinstance(child, list) else [child]
+            for item in children:  # list items share their list's key (``egonormia.baselines.name``)
+                if isinstance(item, Section):
+                    item._set_paths(f"{path}.{name}".lstrip("."))
+
+
+_CRON_FIELD = re.compile(r"^[\d*/,\-A-Za-z?LW#]+$")
+
+
+class FlowsSettings(Section):
+    """``flows``: the nightly Prefect run."""
+
+    schedule_cron: NonEmptyStr
+    timezone: NonEmptyStr
+    baseline: NonEmptyStr
+    tolerance: NonNegativeFloat
+    gate: list[NonEmptyStr]
+    retries: NonNegativeInt
+    retry_backoff_s: NonNegativeFloat
+    dask_address: str | None
+    dask_workers: PositiveInt
+
+    @field_validator("schedule_cron")
+    @classmethod
+    def _cron(cls, value: str) -> str:
+        fields = value.split()
+        if len(fields) != 5 or not all(_CRON_FIELD.match(f) for f in fields):
+            raise ValueError("must be a 5-field cron expression such as '0 2 * * *'")
+        return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _timezone(cls, value: str) -> str:
+        if value not in available_timezones():
+            raise ValueError("must be an IANA time zone such as 'UTC' or 'Europe/Berlin'")
+        return value
+
+
+def _root_model() -> type[BaseModel]:
+    from egoeval.egohumans.settings import EgoHumansSettings
+    from egoeval.egonormia.settings import EgoNormiaSettings
+
+    class Params(Section):
+        egonormia: EgoNormiaSettings
+        egohumans: EgoHumansSettings
+        flows: FlowsSettings
+
+    return Params
+
+
+def _suggestion(model: type[BaseModel] | None, key: str) -> str:
+    if model is None:
+        return ""
+    close = difflib.get_close_matches(key, list(model.model_fields), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _model_at(root: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The pydantic model that holds the field at ``loc`` (for did-you-mean suggestions)."""
+    model: Any = root
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        field = getattr(model, "model_fields", {}).get(part)
+        if field is None:
+            return None
+        annotation = field.annotation
+        args = getattr(annotation, "__args__", ()) or ()
+        candidates = [annotation, *args]
+        model = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
+        if model is None:
+            return None
+    return model if isinstance(model, type) else None
+
+
+_TYPE_MESSAGES = {
+    "int_type": "must be an integer",
+    "float_type": "must be a number",
+    "bool_type": "must be true or false",
+    "string_type": "must be a string",
+    "list_type": "must be a list, e.g. [a, b]",
+    "model_type": "must be a mapping of keys",
+    "dict_type": "must be a mapping of keys",
+}
+
+
+def _describe(error: dict[str, Any], root: type[BaseModel]) -> str:
+    loc = tuple(part for part in error["loc"] if not (isinstance(part, str) and part.startswith("function-")))
+    dotted = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        return f"{dotted}: unknown key{_suggestion(_model_at(root, loc), str(loc[-1]))}"
+    if kind == "missing":
+        return f"{dotted}: missing (every key is written in params.yaml)"
+    message = _TYPE_MESSAGES.get(kind) or str(error["msg"]).removeprefix("Value error, ")
+    message = message.replace("Input should be", "must be")
+    value = error.get("input")
+    return f"{dotted}: {message}" if isinstance(value, dict) else f"{dotted} = {value!r}: {message}"
+
+
+def validate_params(raw: Any, source: str | os.PathLike[str] = PARAMS_FILE) -> BaseModel:
+    """Validate a params mapping; raise ParamsError listing every problem (dotted key, value, what is allowed)."""
+    root = _root_model()
+    if not isinstance(raw, dict):
+        raise ParamsError(source, "must be a mapping with sections egonormia, egohumans, flows")
+    traced = None if _read_keys is None else set(_read_keys)
+    try:
+        params = root.model_validate(raw)
+    except ValidationError as error:
+        lines = sorted({_describe(e, root) for e in error.errors(include_url=False)})
+        raise ParamsError(source, "invalid params:\n  " + "\n  ".join(lines)) from None
+    finally:
+        if _read_keys is not None and traced is not None:  # validators' own reads are not the stage's
+            _read_keys.intersection_update(traced)
+    params._set_paths("")
+    return params
+
+
+_loaded: dict[tuple[str, int, int], BaseModel] = {}
+
+
+def load_settings(path: str | os.PathLike[str] = PARAMS_FILE) -> Any:
+    """params.yaml, validated whole (cached per file version). Returns the root ``Params`` model."""
+    path = Path(path)
+    try:
+        stat = path.stat()
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ParamsError(path, f"cannot read: {error.strerror or error}") from None
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    if key not in _loaded:
+        try:
+            raw = yaml.safe_load(text)
+        except yaml.YAMLError as error:
+            raise ParamsError(path, f"not valid YAML: {error}") from None
+        _loaded.clear()
+        _loaded[key] = validate_params(raw, path)
+    return _loaded[key]
+
+
+def check_params_main(argv: list[str]) -> int:
+    """``egoeval check-params [PARAMS]``: validate params.yaml; exit 0 when valid, 2 with every error otherwise."""
+    path = Path(argv[0]) if argv else PARAMS_FILE
+    try:
+        load_settings(path)
+    except ParamsError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(f"{path}: ok")
+    return 0
+
+
+def _write_trace() -> None:
+    if _read_keys:
+        line = {"stage": os.environ.get("DVC_STAGE", ""), "argv": sys.argv, "keys": sorted(_read_keys)}
+        with open(os.environ[TRACE_ENV], "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(line) + "\n")
+
+
+if _read_keys is not None:
+    atexit.register(_write_trace)

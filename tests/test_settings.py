@@ -1,0 +1,143 @@
+"""params.yaml is validated whole before any stage works: every bad key is named with its value and what is allowed."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import REPO
+
+from egoeval.settings import ParamsError, load_settings, validate_params
+
+BASE = yaml.safe_load((REPO / "params.yaml").read_text())
+EGOEVAL = Path(sys.executable).with_name("egoeval")
+
+
+def edited(path: str, value: Any) -> dict[str, Any]:
+    """A copy of params.yaml with the dotted key set (``value=KeyError`` deletes it)."""
+    params = copy.deepcopy(BASE)
+    *parents, leaf = path.split(".")
+    node = params
+    for key in parents:
+        node = node[key]
+    if value is KeyError:
+        del node[leaf]
+    else:
+        node[leaf] = value
+    return params
+
+
+# (dotted key, bad value, words the message must hold) — each case from a user's real mistake
+BAD = [
+    ("egonormia.model.temprature", 0.7, ["egonormia.model.temprature", "unknown key", "did you mean 'temperature'"]),
+    ("egonormia.model.concurrency", "eight", ["egonormia.model.concurrency", "'eight'", "integer"]),
+    ("egohumans.track.bytetrack.track_buffer", "thirty", ["track_buffer", "'thirty'", "integer"]),
+    ("egonormia.infer", None, ["egonormia.infer", "mapping"]),
+    ("egonormia.infer", {}, ["egonormia.infer.settings", "missing"]),
+    ("egonormia.model.max_retries", -1, ["egonormia.model.max_retries", "-1", "greater than or equal to 0"]),
+    ("egonormia.score.bootstrap_samples", 0, ["bootstrap_samples", "= 0"]),
+    ("egonormia.frames.fps", -1, ["egonormia.frames.fps", "-1", "greater than 0"]),
+    ("egonormia.frames.fps", 0, ["egonormia.frames.fps", "= 0", "greater than 0"]),
+    ("egohumans.score.iou_threshold", 1.5, ["egohumans.score.iou_threshold", "1.5", "less than or equal to 1"]),
+    ("egohumans.track.bytetrack.track_high_thresh", 25, ["track_high_thresh", "percent", "write 0.25"]),
+    ("egohumans.track.botsort.match_thresh", 80, ["botsort.match_thresh", "percent", "write 0.8"]),
+    ("egonormia.score.confidence", 95, ["egonormia.score.confidence", "percent", "write 0.95"]),
+    ("egonormia.score.confidence", 1.0, ["egonormia.score.confidence", "strictly between 0 and 1"]),
+    ("egonormia.infer.settings", "blind", ["egonormia.infer.settings", "'blind'", "list"]),
+    ("egonormia.infer.settings", ["blind", "audio"], ["egonormia.infer.settings[1]", "'audio'", "'video'"]),
+    ("egonormia.infer.settings", [], ["egonormia.infer.settings", "at least 1"]),
+    ("egonormia.infer.settings", ["blind", "blind"], ["egonormia.infer.settings", "twice"]),
+    ("egonormia.infer.max_failure_rate", KeyError, ["egonormia.infer.max_failure_rate", "missing"]),
+    ("egonormia.infer.max_failure_rate", 10, ["max_failure_rate", "percent", "write 0.1"]),
+    ("egonormia.model.base_url", "127.0.0.1:8000/v1", ["egonormia.model.base_url", "http://"]),
+    ("egonormia.model.api_key_env", "sk-live-123", ["egonormia.model.api_key_env", "pattern"]),
+    ("egonormia.model.backend", "gpt", ["egonormia.model.backend", "'openai'"]),
+    ("egonormia.model.retry_base_s", 60, ["egonormia.model", "retry_base_s (60"]),
+    ("egonormia.fetch.source", "hf", ["egonormia.fetch.source", "'huggingface'"]),
+    ("egonormia.fetch.hf_revision", "main", ["egonormia.fetch.hf_revision", "'main'", "pattern"]),
+    ("egonormia.fetch.split", "test", ["egonormia.fetch.split", "'verified'"]),
+    ("egonormia.describe.source", "gemini", ["egonormia.describe.source", "'dataset'"]),
+    ("egonormia.sample.seconds", 2, ["egonormia.sample.seconds", "greater than or equal to 5"]),
+    ("egohumans.detect.modes", ["gt", "gt"], ["egohumans.detect.modes", "twice"]),
+    ("egohumans.detect.modes", ["detector"], ["egohumans.detect.modes[0]", "'detector'"]),
+    ("egohumans.detect.yolo_imgsz", 650, ["yolo_imgsz", "multiple of 32"]),
+    ("egohumans.detect.yolo_conf", 25, ["yolo_conf", "percent"]),
+    ("egohumans.track.trackers", ["deepsort"], ["egohumans.track.trackers[0]", "'deepsort'"]),
+    ("egohumans.track.bytetrack.track_low_thresh", 0.5, ["track_low_thresh (0.5)", "track_high_thresh"]),
+    ("egohumans.track.botsort.gmc_method", "optflow", ["gmc_method", "'sparseOptFlow'"]),
+    ("egohumans.track.bytetrack.fuse_score", "yes", ["fuse_score", "true or false"]),
+    ("egohumans.fetch.source", "s3", ["egohumans.fetch.source", "'local'"]),
+    ("flows.schedule_cron", "nightly", ["flows.schedule_cron", "cron"]),
+    ("flows.timezone", "CEST", ["flows.timezone", "IANA"]),
+    ("flows.retries", -2, ["flows.retries", "greater than or equal to 0"]),
+    ("flows.dask_workers", 0, ["flows.dask_workers", "greater than or equal to 1"]),
+]
+
+
+@pytest.mark.parametrize(("key", "value", "words"), BAD, ids=[f"{k}={v!r}" for k, v, _ in BAD])
+def test_bad_param_is_named(key: str, value: Any, words: list[str]) -> None:
+    with pytest.raises(ParamsError) as caught:
+        validate_params(edited(key, value))
+    message = str(caught.value)
+    assert message.startswith("params.yaml: invalid params")
+    for word in words:
+        assert word in message, message
+
+
+def test_every_error_is_listed_at_once() -> None:
+    params = edited("egonormia.model.temprature", 0.7)
+    params["egohumans"]["score"]["iou_threshold"] = 50
+    with pytest.raises(ParamsError) as caught:
+        validate_params(params)
+    assert "temprature" in str(caught.value) and "iou_threshold" in str(caught.value)
+
+
+def test_unknown_section_and_not_a_mapping() -> None:
+    with pytest.raises(ParamsError, match="egonormiaa: unknown key \\(did you mean 'egonormia'\\?\\)"):
+        validate_params({**BASE, "egonormiaa": {}})
+    with pytest.raises(ParamsError, match="must be a mapping"):
+        validate_params(["egonormia"])
+
+
+def test_the_repository_params_are_valid() -> None:
+    settings = load_settings(REPO / "params.yaml")
+    assert settings.egonormia.infer.settings == ["blind", "pipeline", "video"]
+
+
+def test_unreadable_and_malformed_files(tmp_path: Path) -> None:
+    with pytest.raises(ParamsError, match="cannot read"):
+        load_settings(tmp_path / "missing.yaml")
+    broken = tmp_path / "params.yaml"
+    broken.write_text("egonormia: [unclosed\n")
+    with pytest.raises(ParamsError, match=f"{broken}: not valid YAML"):
+        load_settings(broken)
+
+
+def test_check_params_command(tmp_path: Path) -> None:
+    ok = subprocess.run([str(EGOEVAL), "check-params", str(REPO / "params.yaml")], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    bad = tmp_path / "params.yaml"
+    bad.write_text(yaml.safe_dump(edited("egonormia.model.temprature", 0.7)))
+    run = subprocess.run([str(EGOEVAL), "check-params", str(bad)], capture_output=True, text=True)
+    assert run.returncode == 2
+    assert "egonormia.model.temprature: unknown key (did you mean 'temperature'?)" in run.stderr
+
+
+def test_a_stage_refuses_bad_params_before_any_work(tmp_path: Path) -> None:
+    """The stage CLI exits 2 naming the key, and writes nothing (here: no fetched folder appears)."""
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(edited("egonormia.fetch.split", "test")))
+    run = subprocess.run(
+        [sys.executable, "-m", "stages.egonormia.fetch"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(REPO), "PATH": str(Path(sys.executable).parent)},
+    )
+    assert run.returncode == 2, run.stderr
+    assert "egonormia.fetch.split = 'test'" in run.stderr
+    assert list(tmp_path.iterdir()) == [tmp_path / "params.yaml"]

@@ -105,9 +105,15 @@ def reproduced(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # them so every number is computed again, then compare with the committed files.
     for committed in REPRODUCED_FILES:
         (root / committed).unlink()
-    run = dvc(root, "repro")
+    # every params key each stage reads, for the deps test (tests/test_dvc_deps.py)
+    run = dvc(root, "repro", EGOEVAL_PARAMS_TRACE=str(params_trace_file(tmp_path_factory)))
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     return root
+
+
+def params_trace_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the ``reproduced`` run wrote the params keys each stage read (egoeval.settings.TRACE_ENV)."""
+    return tmp_path_factory.getbasetemp() / "params-trace.jsonl"
 
 
 @pytest.fixture(scope="session", autouse=True)

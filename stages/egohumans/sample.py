@@ -29,6 +29,7 @@ import numpy as np
 from tqdm import tqdm
 
 from egoeval.io import atomic_write_bytes, atomic_write_text, load_params, replaced_dir, write_json, write_manifest
+from egoeval.stage import run_stage
 
 OUT_DIR = Path("data/egohumans/sample")
 HFOV_DEG = 80.0
@@ -448,8 +449,7 @@ def _generate_into(root: Path, params: SampleParams) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
-    generate_sample(OUT_DIR, SampleParams(**load_params("egohumans.sample")))
-    return 0
+    return run_stage(lambda: generate_sample(OUT_DIR, SampleParams(**load_params("egohumans.sample"))))
 
 
 if __name__ == "__main__":

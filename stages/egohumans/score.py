@@ -15,9 +15,10 @@ from typing import Any
 
 import pandas as pd
 
-from egoeval.io import InputError, atomic_write_text, load_params, write_json
+from egoeval.io import InputError, atomic_write_text, write_json
 from egoeval.metrics import evaluate_sequences
 from egoeval.mot import read_mot, read_mot_folder
+from egoeval.settings import load_settings
 from egoeval.stage import run_stage
 
 GT_DIR = Path("data/egohumans/fetched/gt")
@@ -59,9 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
 
     def body() -> None:
-        params = load_params("egohumans")
-        runs = [f"{tracker}-{mode}" for tracker in params["track"]["trackers"] for mode in params["detect"]["modes"]]
-        results = score(GT_DIR, TRACKS_DIR, runs, float(params["score"]["iou_threshold"]))
+        params = load_settings().egohumans
+        runs = [f"{tracker}-{mode}" for tracker in params.track.trackers for mode in params.detect.modes]
+        results = score(GT_DIR, TRACKS_DIR, runs, params.score.iou_threshold)
         write_json(METRICS, results)
         atomic_write_text(PLOT, sequence_table(results).to_csv(index=False, float_format="%.4f", lineterminator="\n"))
         for run, result in results.items():

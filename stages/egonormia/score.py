@@ -19,7 +19,8 @@ import pandas as pd
 from egoeval.egonormia.inputs import ITEMS, read_table
 from egoeval.egonormia.prompts import SETTINGS, SUBTASKS
 from egoeval.egonormia.scoring import Outcomes, category_accuracy, outcomes, summarize
-from egoeval.io import InputError, atomic_write_text, load_params, write_json
+from egoeval.io import InputError, atomic_write_text, write_json
+from egoeval.settings import load_settings
 from egoeval.stage import run_stage
 from stages.egonormia.parse import PREDICTION_COLUMNS, PREDICTIONS, require_columns
 
@@ -83,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         items = read_table(ITEMS, list(ITEM_COLUMNS))
         if not PREDICTIONS.is_file():
             raise InputError(PREDICTIONS, "file not found (run the parse stage first)")
-        metrics, categories = score(items, pd.read_parquet(PREDICTIONS), load_params("egonormia.score"))
+        metrics, categories = score(items, pd.read_parquet(PREDICTIONS), load_settings().egonormia.score.model_dump())
         write_json(METRICS_FILE, metrics)
         atomic_write_text(CATEGORIES_FILE, categories.to_csv(index=False, lineterminator="\n"))
 

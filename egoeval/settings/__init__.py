@@ -2,7 +2,7 @@
 
 Every key must be present in params.yaml (DVC tracks params.yaml, so no value hides in code), unknown keys are
 errors with the closest known key suggested, and every error names the dotted key, the value and what is allowed.
-The benchmark sections live beside their code (``egoeval/egonormia/settings.py``, ``egoeval/egohumans/settings.py``);
+The benchmark sections have a module each (``egoeval/settings/egonormia.py``, ``egoeval/settings/egohumans.py``);
 this module holds the machinery, the ``flows`` section and the root.
 
 With ``EGOEVAL_PARAMS_TRACE`` set to a file, every params key a process reads is appended there at exit (one JSON
@@ -18,7 +18,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any
 from zoneinfo import available_timezones
 
 import yaml
@@ -62,33 +62,30 @@ class Section(BaseModel):
     """A params.yaml section: strict types, no unknown keys, read-only; reads are traced when asked."""
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-    _path: str = ""
-    key_path: ClassVar[str] = ""
 
     def __getattribute__(self, name: str) -> Any:
         value = super().__getattribute__(name)
-        if (
-            _read_keys is not None
-            and not name.startswith("_")
-            and name in type(self).model_fields
-            and not isinstance(value, Section)
-        ):
-            _read_keys.add(f"{object.__getattribute__(self, '_path')}.{name}".lstrip("."))
+        if _read_keys is not None and not name.startswith("_"):
+            path = _PATHS.get(id(self))  # None while validating: a validator's reads are not the stage's
+            if path is not None and name in type(self).model_fields and not isinstance(value, Section):
+                _read_keys.add(f"{path}.{name}".lstrip("."))
         return value
 
     def model_dump(self, **kwargs: Any) -> dict[str, Any]:
-        if _read_keys is not None:
-            _read_keys.add(object.__getattribute__(self, "_path"))
+        if _read_keys is not None and id(self) in _PATHS:
+            _read_keys.add(_PATHS[id(self)])
         return super().model_dump(**kwargs)
 
     def _set_paths(self, path: str) -> None:
-        object.__setattr__(self, "_path", path)
+        _PATHS[id(self)] = path
         for name in type(self).model_fields:
             child = super().__getattribute__(name)
-            children = child if isinstance(child, list) else [child]
-            for item in children:  # list items share their list's key (``egonormia.baselines.name``)
-                if isinstance(item, Section):
+            for item in child if isinstance(child, list) else [child]:
+                if isinstance(item, Section):  # list items share their list's key (``egonormia.baselines.name``)
                     item._set_paths(f"{path}.{name}".lstrip("."))
+
+
+_PATHS: dict[int, str] = {}  # id of a validated section -> its dotted key (sections live as long as the process)
 
 
 _CRON_FIELD = re.compile(r"^[\d*/,\-A-Za-z?LW#]+$")
@@ -124,8 +121,8 @@ class FlowsSettings(Section):
 
 
 def _root_model() -> type[BaseModel]:
-    from egoeval.egohumans.settings import EgoHumansSettings
-    from egoeval.egonormia.settings import EgoNormiaSettings
+    from egoeval.settings.egohumans import EgoHumansSettings
+    from egoeval.settings.egonormia import EgoNormiaSettings
 
     class Params(Section):
         egonormia: EgoNormiaSettings
@@ -190,15 +187,11 @@ def validate_params(raw: Any, source: str | os.PathLike[str] = PARAMS_FILE) -> B
     root = _root_model()
     if not isinstance(raw, dict):
         raise ParamsError(source, "must be a mapping with sections egonormia, egohumans, flows")
-    traced = None if _read_keys is None else set(_read_keys)
     try:
         params = root.model_validate(raw)
     except ValidationError as error:
         lines = sorted({_describe(e, root) for e in error.errors(include_url=False)})
         raise ParamsError(source, "invalid params:\n  " + "\n  ".join(lines)) from None
-    finally:
-        if _read_keys is not None and traced is not None:  # validators' own reads are not the stage's
-            _read_keys.intersection_update(traced)
     params._set_paths("")
     return params
 

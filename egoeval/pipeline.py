@@ -1,0 +1,349 @@
+"""The pipeline as DVC sees it, in one place: dvc.yaml's stages in ``dvc repro`` order with the roles dvc.yaml
+declares (``meta:``), the upstream closure, stage fingerprints, dvc.lock, workspace copies, and the project code a
+stage's command imports. Used by flows/, the audit and the tests; dvc.yaml is the only list of stages.
+
+Roles a stage declares under ``meta:`` in dvc.yaml:
+- ``benchmark: <name>``: the benchmark it belongs to; its ``metrics`` outputs are that benchmark's reported numbers;
+- ``role: input``: its outputs are pinned inputs (the audit checks them out of DVC's cache, never re-runs them);
+- ``scale_out: <form>``: it has a sharded form of that name (``python -m flows.shard <form>``) for a Dask cluster.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from egoeval.io import InputError
+
+PACKAGES = ("egoeval", "stages", "flows")  # the project's own code; anything else is an installed package
+ROLES = ("input", "compute")
+
+
+@dataclass(frozen=True)
+class StageInfo:
+    """One pipeline stage (a matrix stage expands to one StageInfo per item, e.g. ``egohumans_track@bytetrack-gt``)."""
+
+    name: str  # DVC's address of the stage: a target for ``dvc repro``
+    cmd: str
+    upstream: tuple[str, ...]  # stages whose outputs this stage depends on
+    metrics: tuple[str, ...]  # metrics files it writes, relative to the repository root
+    benchmark: str | None = None  # meta.benchmark
+    role: str = "compute"  # meta.role: input | compute
+    scale_out: str | None = None  # meta.scale_out: the name of its sharded form
+    deps: tuple[str, ...] = ()  # declared dependency paths (files and folders), relative to the root
+    params: tuple[str, ...] = ()  # declared params keys (dotted; a section covers its keys)
+
+
+@dataclass(frozen=True)
+class StageState:
+    """What DVC knows about a stage right now."""
+
+    key: str  # sha256 of the canonical JSON of ``fingerprint``
+    changed: bool  # True when ``dvc repro`` would run the stage
+    fingerprint: dict[str, Any]
+
+
+def _rel(path: str, root: str) -> str:
+    return Path(os.path.relpath(path, root)).as_posix()
+
+
+def _address(stage: Any, root: str) -> str:
+    """The stage's ``dvc repro`` target from the repository root: ``name``, or ``sub/dvc.yaml:name`` elsewhere."""
+    dvcfile = _rel(stage.path, root)
+    return stage.name if dvcfile == "dvc.yaml" else f"{dvcfile}:{stage.name}"
+
+
+def _stage_order(stages: list[Any], graph: Any) -> list[Any]:
+    """A topological order: for each stage in dvc.yaml's order, its pending upstream stages first (``dvc repro``'s)."""
+    position = {stage: i for i, stage in enumerate(stages)}
+    order: list[Any] = []
+    seen: set[Any] = set()
+
+    def visit(stage: Any) -> None:
+        if stage in seen:
+            return
+        seen.add(stage)
+        for dep in sorted(graph.successors(stage), key=lambda s: position.get(s, len(position))):
+            if dep in position:
+                visit(dep)
+        order.append(stage)
+
+    for stage in stages:
+        visit(stage)
+    return order
+
+
+def _meta(stage: Any, root: str) -> dict[str, Any]:
+    meta = stage.meta or {}
+    where = f"{_rel(stage.path, root)}, stage {_address(stage, root)}"
+    if not isinstance(meta, dict):
+        raise InputError(where, "meta must be a mapping (benchmark, role, scale_out)")
+    unknown = sorted(set(meta) - {"benchmark", "role", "scale_out"})
+    if unknown:
+        raise InputError(where, f"unknown meta keys {unknown}; known: benchmark, role, scale_out")
+    if meta.get("role", "compute") not in ROLES:
+        raise InputError(where, f"meta.role must be one of {', '.join(ROLES)}, got {meta['role']!r}")
+    return meta
+
+
+def _declared_params(stage: Any) -> tuple[str, ...]:
+    from dvc.dependency.param import ParamsDependency
+
+    keys: list[str] = []
+    for dep in stage.deps:
+        if isinstance(dep, ParamsDependency):
+            keys += [str(key) for key in (dep.params or [])]
+    return tuple(sorted(keys))
+
+
+def pipeline_stages(root: str | os.PathLike[str]) -> list[StageInfo]:
+    """Every stage of the project's dvc.yaml files, upstream before downstream, ties in dvc.yaml order."""
+    from dvc.dependency.param import ParamsDependency
+    from dvc.repo import Repo
+    from dvc.stage import PipelineStage
+
+    with Repo(os.fspath(root)) as repo, repo.lock:
+        top = repo.root_dir
+        stages = [stage for stage in repo.index.stages if isinstance(stage, PipelineStage)]
+        graph = repo.index.graph
+        infos = []
+        for stage in _stage_order(stages, graph):
+            meta = _meta(stage, top)
+            upstream = sorted(_address(d, top) for d in graph.successors(stage) if isinstance(d, PipelineStage))
+            infos.append(
+                StageInfo(
+                    name=_address(stage, top),
+                    cmd=stage.cmd,
+                    upstream=tuple(upstream),
+                    metrics=tuple(sorted(_rel(out.fs_path, top) for out in stage.outs if out.metric)),
+                    benchmark=meta.get("benchmark"),
+                    role=meta.get("role", "compute"),
+                    scale_out=meta.get("scale_out"),
+                    deps=tuple(sorted(_rel(d.fs_path, top) for d in stage.deps if not isinstance(d, ParamsDependency))),
+                    params=_declared_params(stage),
+                )
+            )
+        return infos
+
+
+def with_upstream(stages: list[StageInfo], targets: list[str]) -> set[str]:
+    """The names of ``targets`` and of every stage upstream of them."""
+    upstream = {info.name: info.upstream for info in stages}
+    found, todo = set(targets), list(targets)
+    while todo:
+        for parent in upstream.get(todo.pop(), ()):
+            if parent not in found:
+                found.add(parent)
+                todo.append(parent)
+    return found
+
+
+def benchmark_metrics(stages: list[StageInfo]) -> dict[str, list[str]]:
+    """Per benchmark (dvc.yaml ``meta.benchmark``), the metrics files its stages write; a stage without a benchmark
+    names its metrics file's stem."""
+    found: dict[str, list[str]] = {}
+    for info in stages:
+        for path in info.metrics:
+            found.setdefault(info.benchmark or Path(path).stem, []).append(path)
+    return found
+
+
+def producing_stage(stages: list[StageInfo], path: str) -> StageInfo:
+    """The stage whose metrics output is ``path``."""
+    for info in stages:
+        if path in info.metrics:
+            return info
+    raise KeyError(path)
+
+
+def cache_key(fingerprint: dict[str, Any]) -> str:
+    """sha256 of the canonical JSON of a fingerprint."""
+    text = json.dumps(fingerprint, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def stage_state(root: str | os.PathLike[str], name: str) -> StageState:
+    """The stage's cache key (its command, its deps' DVC hashes, its params' values) and whether DVC would re-run it.
+
+    Call it right before running the stage, when its upstream outputs are final.
+    """
+    from dvc.dependency.param import ParamsDependency
+    from dvc.repo import Repo
+
+    with Repo(os.fspath(root)) as repo, repo.lock:
+        (stage,) = [s for s in repo.index.stages if _address(s, repo.root_dir) == name]
+        deps: dict[str, Any] = {}
+        params: dict[str, Any] = {}
+        for dep in stage.deps:
+            path = _rel(dep.fs_path, repo.root_dir)
+            value = dep.get_hash().value if dep.exists else None
+            (params if isinstance(dep, ParamsDependency) else deps)[path] = value
+        fingerprint = {"stage": name, "cmd": stage.cmd, "deps": deps, "params": params}
+        return StageState(key=cache_key(fingerprint), changed=bool(stage.changed()), fingerprint=fingerprint)
+
+
+def read_lock(root: str | os.PathLike[str]) -> dict[str, Any]:
+    """dvc.lock's stages (``{}`` before the first run)."""
+    path = Path(root) / "dvc.lock"
+    if not path.exists():
+        return {}
+    return (yaml.safe_load(path.read_text()) or {}).get("stages", {})
+
+
+def _hash_of(entry: dict[str, Any]) -> str | None:
+    return entry.get(entry.get("hash", "md5")) or entry.get("md5")
+
+
+def lock_snapshot(root: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """Per stage, the deps' hashes, the params and the output paths DVC recorded in dvc.lock at the last run."""
+    return {
+        name: {
+            "deps": {dep["path"]: _hash_of(dep) for dep in entry.get("deps", [])},
+            "params": entry.get("params", {}),
+            "outs": sorted(out["path"] for out in entry.get("outs", [])),
+        }
+        for name, entry in sorted(read_lock(root).items())
+    }
+
+
+def stage_outputs(root: str | os.PathLike[str], name: str) -> dict[str, str | None]:
+    """The output hashes dvc.lock holds for one stage."""
+    return {out["path"]: _hash_of(out) for out in read_lock(root).get(name, {}).get("outs", [])}
+
+
+def pinned_output(root: str | os.PathLike[str], path: str) -> str:
+    """The md5 dvc.lock pins for an output path."""
+    for entry in read_lock(root).values():
+        for out in entry.get("outs") or []:
+            if out["path"] == path:
+                return str(_hash_of(out))
+    raise InputError(Path(root) / "dvc.lock", f"{path} is not pinned")
+
+
+def copy_workspace(root: Path, work: Path) -> Path:
+    """The files git sees in ``root`` (tracked and untracked-not-ignored) into ``work``, set to read root's DVC
+    cache without ever linking into it; returns the cache's object folder."""
+    from dvc.repo import Repo
+
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=root, capture_output=True
+    )
+    if listed.returncode != 0:
+        raise InputError(root, "not a git repository: a workspace copy takes the files git sees")
+    for name in filter(None, listed.stdout.decode().split("\0")):
+        if (root / name).is_file():
+            (work / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / name, work / name)
+    with contextlib.chdir(root), Repo(str(root)) as repo:
+        cache = Path(repo.cache.local_cache_dir)
+    # the copy reads root's cache and never links into it (a re-run stage must not write through a link)
+    settings = f"[core]\n    no_scm = true\n[cache]\n    dir = {cache}\n    type = copy\n"
+    (work / ".dvc" / "config.local").write_text(settings)
+    return cache / "files" / "md5"
+
+
+# ------------------------------------------------------------------------- the project code a stage command runs
+
+
+def command_module(cmd: str) -> str | None:
+    """The project module a stage command runs (``python -m stages.egonormia.infer ...`` -> that module)."""
+    words = shlex.split(cmd)
+    for i, word in enumerate(words[:-1]):
+        if Path(word).name.startswith("python") and words[i + 1] == "-m" and i + 2 < len(words):
+            return words[i + 2]
+    for word in words:
+        if word.endswith(".py"):
+            return ".".join(Path(word).with_suffix("").parts)
+    return None
+
+
+def _module_file(root: Path, module: str) -> Path | None:
+    base = root.joinpath(*module.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _imports(tree: ast.AST, module: str, is_package: bool) -> set[str]:
+    """Every module an AST imports, anywhere in the file (function-level imports too), as absolute names."""
+    found: set[str] = set()
+    package = module if is_package else module.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1])
+                name = f"{base}.{node.module}" if node.module else base
+            else:
+                name = node.module or ""
+            found.add(name)
+            found.update(f"{name}.{alias.name}" for alias in node.names)  # `from pkg import submodule`
+    return found
+
+
+def _trivial(tree: ast.Module) -> bool:
+    """A package ``__init__`` that holds only a docstring and dunder constants runs no code worth declaring."""
+    for node in tree.body:
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue
+        if isinstance(node, ast.Assign) and all(
+            isinstance(t, ast.Name) and t.id.startswith("__") for t in node.targets
+        ):
+            continue
+        return False
+    return True
+
+
+def code_files(root: str | os.PathLike[str], module: str) -> set[str]:
+    """The project files (relative paths) that running ``module`` imports, transitively; parent packages count."""
+    root = Path(root)
+    seen: set[str] = set()
+    files: set[str] = set()
+    todo = [module]
+    while todo:
+        name = todo.pop()
+        if name in seen or name.split(".")[0] not in PACKAGES:
+            continue
+        seen.add(name)
+        parts = name.split(".")
+        todo += [".".join(parts[:i]) for i in range(1, len(parts))]  # importing a.b.c runs a and a.b first
+        path = _module_file(root, name)
+        if path is None:
+            continue  # `from pkg import NAME` where NAME is not a submodule
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        if not (path.name == "__init__.py" and _trivial(tree)):
+            files.add(path.relative_to(root).as_posix())
+        todo += sorted(_imports(tree, name, path.name == "__init__.py"))
+    return files
+
+
+def covered(path: str, declared: tuple[str, ...] | list[str]) -> bool:
+    """Whether a file is declared: itself, or a folder holding it."""
+    return any(path == dep or path.startswith(dep.rstrip("/") + "/") for dep in declared)
+
+
+def key_covered(key: str, declared: tuple[str, ...] | list[str]) -> bool:
+    """Whether a dotted params key is declared: itself, or a section holding it."""
+    return any(key == dep or key.startswith(f"{dep}.") for dep in declared)
+
+
+def undeclared_code(root: str | os.PathLike[str], info: StageInfo) -> list[str]:
+    """The project files a stage's command imports that its dvc.yaml entry does not declare."""
+    module = command_module(info.cmd)
+    if module is None:
+        return []
+    return sorted(path for path in code_files(root, module) if not covered(path, info.deps))

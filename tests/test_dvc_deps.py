@@ -1,0 +1,72 @@
+"""dvc.yaml cannot lie: every stage declares the project code its command imports and the params keys it reads."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REPO, copy_repo, dvc, params_trace_file
+
+from egoeval.pipeline import StageInfo, key_covered, pipeline_stages, undeclared_code
+
+STAGES = pipeline_stages(REPO)
+
+
+@pytest.mark.parametrize("info", STAGES, ids=[info.name for info in STAGES])
+def test_every_stage_declares_the_code_it_imports(info: StageInfo) -> None:
+    assert undeclared_code(REPO, info) == [], f"{info.name}: add these to its deps in dvc.yaml"
+
+
+def test_the_code_check_fails_when_a_declared_module_is_removed(tmp_path: Path) -> None:
+    root = copy_repo(tmp_path)
+    pipeline = yaml.safe_load((root / "dvc.yaml").read_text())
+    pipeline["stages"]["egonormia_infer"]["deps"].remove("egoeval/cache.py")
+    (root / "dvc.yaml").write_text(yaml.safe_dump(pipeline, sort_keys=False))
+    (infer,) = [info for info in pipeline_stages(root) if info.name == "egonormia_infer"]
+    assert undeclared_code(root, infer) == ["egoeval/cache.py"]
+
+
+def read_keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, set[str]]:
+    """Per stage, the params keys it read during the reproduced run."""
+    keys: dict[str, set[str]] = {}
+    for line in params_trace_file(tmp_path_factory).read_text().splitlines():
+        entry = json.loads(line)
+        keys.setdefault(entry["stage"], set()).update(entry["keys"])
+    return keys
+
+
+def undeclared_params(info: StageInfo, keys: set[str]) -> list[str]:
+    return sorted(key for key in keys if not key_covered(key, info.params))
+
+
+@pytest.mark.slow
+def test_every_stage_declares_the_params_it_reads(reproduced: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    keys = read_keys(tmp_path_factory)
+    assert set(keys) <= {info.name for info in STAGES}, "a trace line names no stage of dvc.yaml"
+    problems = {info.name: undeclared_params(info, keys.get(info.name, set())) for info in STAGES}
+    assert {name: missing for name, missing in problems.items() if missing} == {}
+
+
+@pytest.mark.slow
+def test_the_params_check_fails_when_a_declared_key_is_removed(
+    reproduced: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    keys = read_keys(tmp_path_factory)
+    (score,) = [info for info in STAGES if info.name == "egonormia_score"]
+    assert keys["egonormia_score"], "the score stage reads its params through egoeval.settings"
+    stripped = StageInfo(**{**score.__dict__, "params": ()})
+    assert undeclared_params(stripped, keys["egonormia_score"]) == sorted(keys["egonormia_score"])
+
+
+@pytest.mark.slow
+def test_one_byte_in_a_shared_module_makes_dvc_status_name_its_stages(reproduced: Path, tmp_path: Path) -> None:
+    root = Path(shutil.copytree(reproduced, tmp_path / "repo", symlinks=True))
+    assert "up to date" in dvc(root, "status").stdout
+    with open(root / "egoeval" / "cache.py", "a") as handle:
+        handle.write("\n")
+    status = dvc(root, "status").stdout
+    assert "egonormia_infer:" in status and "egonormia_describe:" in status
+    assert "egohumans_score:" not in status

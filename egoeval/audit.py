@@ -2,17 +2,18 @@
 
 1. The workspace against dvc.lock: every changed parameter (key by key), input and output is named.
 2. The numbers are re-derived in a temporary copy of the workspace (its code and params: section 1 names what
-   differs from dvc.lock): the outputs of the input stages (``*_sample``, ``*_fetch``) are checked out of DVC's
-   cache as dvc.lock pins them, and every later stage the report needs runs again (a few seconds on the bundled
+   differs from dvc.lock): the outputs of the input stages (``meta: {role: input}`` in dvc.yaml) are checked out of
+   DVC's cache as dvc.lock pins them, and every later stage the report needs runs again (a few seconds on the bundled
    sample) with model answers from the durable response cache only (``EGOEVAL_CACHE_ONLY=1``: nothing is sent to a
    model; an answer missing from the cache is a missing item). Re-derived outputs that differ from dvc.lock
    are named, and so is every EgoNormia answer that differs from the pinned predictions, with its reason
    (missing item, parse failure).
-3. Each REPORTED against the re-derived numbers: a metrics JSON (metrics/egonormia.json, metrics/egohumans.json,
-   or a baseline ``{benchmark: metrics}``), predictions in the official EgoNormia eval-JSON layout, or a folder
-   of MOTChallenge tracker results (``<seq>.txt``; a folder named after a run is compared with that run).
-   A number reproduces within ``--tolerance``; a differing one shows ``delta = reported - re-derived`` and, for
-   EgoNormia, whether it lies inside the re-derived bootstrap interval.
+3. Each REPORTED against the re-derived numbers: a metrics JSON of any benchmark dvc.yaml declares
+   (metrics/egonormia.json, metrics/egohumans.json, ...) or a baseline ``{benchmark: metrics}``, predictions in the
+   official EgoNormia eval-JSON layout, or a folder of MOTChallenge tracker results (``<seq>.txt``; a folder named
+   after a run is compared with that run). A number reproduces within ``--tolerance``; a differing one shows
+   ``delta = reported - re-derived`` and, where the metric has one, whether it lies inside the re-derived bootstrap
+   interval.
 Exit status: 0 when everything reproduces, 1 when something does not, 2 on bad input.
 """
 
@@ -27,19 +28,26 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 import yaml
 
 from egoeval.cache import CACHE_DIR_ENV, CACHE_ONLY_ENV, cache_dir
-from egoeval.io import InputError, flatten_dotted, load_params
+from egoeval.io import InputError, flatten_dotted
+from egoeval.pipeline import (
+    StageInfo,
+    benchmark_metrics,
+    copy_workspace,
+    pinned_output,
+    pipeline_stages,
+    read_lock,
+    with_upstream,
+)
+from egoeval.reported import differences, flatten_metrics
+from egoeval.settings import load_settings
 from egoeval.stage import command_env
 
-if TYPE_CHECKING:
-    from flows.dvc_stages import StageInfo
-
-INPUT_STAGES = ("_sample", "_fetch")  # their outputs are the pinned inputs: checked out, never re-run
 CACHE_MISS = "not in the response cache"
 PREDICTIONS = "data/egonormia/predictions.parquet"
 EVAL_JSON = "data/egonormia/predictions_eval.json"
@@ -80,8 +88,6 @@ class Findings:
 
 
 def _lock_stages(root: Path) -> dict[str, Any]:
-    from flows.dvc_stages import read_lock
-
     if not (root / "dvc.lock").is_file():
         raise InputError(root / "dvc.lock", "no dvc.lock: nothing is pinned (run `dvc repro` first)")
     return read_lock(root)
@@ -146,36 +152,9 @@ def lock_changes(root: Path, stages: list[str] | None = None, outs_only: bool = 
 
 def _stages(root: Path, targets: list[str]) -> list[StageInfo]:
     """The target stages and everything upstream of them, in run order (dvc.yaml is the only list of stages)."""
-    from flows.dvc_stages import pipeline_stages, with_upstream
-
     stages = pipeline_stages(root)
     needed = with_upstream(stages, targets)
     return [stage for stage in stages if stage.name in needed]
-
-
-def is_input_stage(name: str) -> bool:
-    return name.split("@")[0].endswith(INPUT_STAGES)
-
-
-def copy_workspace(root: Path, work: Path) -> Path:
-    """The files git sees in ``root`` (tracked and untracked-not-ignored) into ``work``; returns root's DVC cache."""
-    from dvc.repo import Repo
-
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=root, capture_output=True
-    )
-    if listed.returncode != 0:
-        raise InputError(root, "not a git repository: the audit copies the files git sees")
-    for name in filter(None, listed.stdout.decode().split("\0")):
-        if (root / name).is_file():
-            (work / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(root / name, work / name)
-    with Repo(str(root)) as repo:
-        cache = Path(repo.cache.local_cache_dir)
-    # the copy reads root's cache and never links into it (a re-run stage must not write through a link)
-    settings = f"[core]\n    no_scm = true\n[cache]\n    dir = {cache}\n    type = copy\n"
-    (work / ".dvc" / "config.local").write_text(settings)
-    return cache / "files" / "md5"
 
 
 def rederive(root: Path, work: Path, targets: list[str], findings: Findings) -> list[str] | None:
@@ -187,15 +166,15 @@ def rederive(root: Path, work: Path, targets: list[str], findings: Findings) -> 
     from dvc.repo import Repo
 
     stages = _stages(root, targets)
-    runs = [stage for stage in stages if not is_input_stage(stage.name)]
+    runs = [stage for stage in stages if stage.role != "input"]
     objects = copy_workspace(root, work)
     try:
         with contextlib.chdir(work), Repo(str(work)) as repo:
-            repo.checkout(targets=[stage.name for stage in stages if is_input_stage(stage.name)], force=True)
+            repo.checkout(targets=[stage.name for stage in stages if stage.role == "input"], force=True)
     except CheckoutError as error:
         findings.differ(f"pinned inputs are not in the DVC cache (dvc pull?): {error}")
         return None
-    configured = load_params("egonormia.infer", root / "params.yaml")["cache_dir"]
+    configured = load_settings(root / "params.yaml").egonormia.infer.cache_dir
     env = command_env(**{CACHE_ONLY_ENV: "1", CACHE_DIR_ENV: str(cache_dir(root / configured).resolve())})
     for stage in runs:
         run = subprocess.run(stage.cmd, shell=True, cwd=work, env=env, capture_output=True, text=True)
@@ -207,19 +186,11 @@ def rederive(root: Path, work: Path, targets: list[str], findings: Findings) -> 
     changes = [line for _, line in lock_changes(work, [stage.name for stage in runs], outs_only=True)]
     findings.listed([f"re-derived {line}" for line in changes], "outputs")
     if any(PREDICTIONS in line for line in changes):
-        pinned = _pinned_md5(root, PREDICTIONS)
+        pinned = pinned_output(root, PREDICTIONS)
         findings.listed(explain_predictions(objects / pinned[:2] / pinned[2:], work / PREDICTIONS), "answers")
     if not changes:
         findings.ok(f"{len(runs)} stages re-ran from pinned inputs and cached answers; every output equals dvc.lock's")
     return changes
-
-
-def _pinned_md5(root: Path, path: str) -> str:
-    for entry in _lock_stages(root).values():
-        for out in entry.get("outs") or []:
-            if out["path"] == path:
-                return str(out["md5"])
-    raise InputError(root / "dvc.lock", f"{path} is not pinned")
 
 
 def _reason(error: str) -> str:
@@ -269,8 +240,15 @@ class Report:
     data: dict[str, Any]
 
 
-def read_report(path: Path) -> Report:
-    """What REPORTED is, from its content: a folder of tracker results, an eval-JSON or a metrics JSON."""
+def _is_eval_json(values: list[Any]) -> bool:
+    return any(isinstance(entry, dict) and "best" in entry for entry in values[0].values())
+
+
+def read_report(path: Path, known: dict[str, Any] | None = None) -> Report:
+    """What REPORTED is, from its content: a folder of tracker results, an EgoNormia eval-JSON, or a metrics JSON of
+    one of the ``known`` benchmarks (``{benchmark: its current metrics}``: the one sharing most top-level keys), or
+    a baseline ``{benchmark: metrics}``."""
+    known = known or {}
     if path.is_dir():
         if not any(path.glob("*.txt")):
             raise InputError(path, "a MOTChallenge results folder needs <seq>.txt files")
@@ -282,43 +260,26 @@ def read_report(path: Path) -> Report:
     values = list(data.values()) if isinstance(data, dict) and data else []
     if not values or not all(isinstance(value, dict) for value in values):
         raise InputError(path, "expected a JSON object of objects")
-    if set(data) <= {"egonormia", "egohumans"}:
+    if set(data) <= set(known):
         return Report(path, "metrics", tuple(sorted(data)), data)
-    if set(data) <= {"blind", "pipeline", "video"}:
-        return Report(path, "metrics", ("egonormia",), data)
-    if all("COMBINED" in value for value in values):
-        return Report(path, "metrics", ("egohumans",), data)
-    if any(isinstance(entry, dict) and "best" in entry for entry in values[0].values()):
+    if _is_eval_json(values):
         return Report(path, "eval-json", ("egonormia",), data)
-    raise InputError(path, "neither a metrics JSON of egonormia or egohumans nor an EgoNormia eval-JSON")
+    shared = {name: len(set(data) & set(content or {})) for name, content in known.items()}
+    best = max(shared, key=lambda name: shared[name], default=None)
+    if best is not None and shared[best]:
+        return Report(path, "metrics", (best,), data)
+    names = ", ".join(sorted(known)) or "no benchmark (none is declared or run)"
+    raise InputError(path, f"neither a metrics JSON of {names} nor an EgoNormia eval-JSON")
 
 
 def compare_numbers(reported: dict[str, Any], derived: dict[str, Any], tolerance: float, findings: Findings) -> None:
     """Every number in ``reported`` against the re-derived one; a differing one says if it is inside the ci95."""
-    flat_derived = flatten_dotted(derived)
-    checked, start = 0, findings.differences
-    for key, value in sorted(flatten_dotted(reported).items()):
-        if ".ci95." in f".{key}." or isinstance(value, bool) or not isinstance(value, int | float | None):
-            continue
-        checked += 1
-        mine = flat_derived.get(key, "<missing>")
-        if mine == "<missing>":
-            findings.differ(f"{key}: reported {value}, not re-derived (missing setting, model, run or sequence)")
-        elif value is None or mine is None:
-            if value is not mine:
-                findings.differ(f"{key}: reported {value}, re-derived {mine}")
-        elif abs(float(mine) - float(value)) > tolerance:
-            head, _, metric = key.rpartition(".")
-            interval = flat_derived.get(f"{head}.ci95.{metric}")
-            where = ""
-            if isinstance(interval, list):
-                inside = interval[0] <= float(value) <= interval[1]
-                where = f"; {'inside' if inside else 'outside'} the re-derived 95% interval {interval}"
-            findings.differ(
-                f"{key}: reported {value}, re-derived {mine} (delta {float(value) - float(mine):+.6g}{where})"
-            )
-    if findings.differences == start:
-        findings.ok(f"{checked} reported numbers reproduce within {tolerance:g}")
+    numbers = flatten_metrics(reported)
+    found = differences(numbers, flatten_metrics(derived), tolerance)
+    for difference in found:
+        findings.differ(difference.describe("re-derived"))
+    if not found:
+        findings.ok(f"{len(numbers)} reported numbers reproduce within {tolerance:g}")
 
 
 def compare_eval_json(report: Report, work: Path, tolerance: float, findings: Findings) -> None:
@@ -359,7 +320,7 @@ def compare_tracks(report: Report, work: Path, tolerance: float, findings: Findi
     if unknown:
         findings.differ(f"sequences not in the pinned ground truth: {unknown}")
     pred = {name: read_mot(path, kind="pred") for name, path in found.items() if name in gt}
-    iou = float(load_params("egohumans.score", work / "params.yaml")["iou_threshold"])
+    iou = load_settings(work / "params.yaml").egohumans.score.iou_threshold
     scored = evaluate_sequences(gt, pred, iou_threshold=iou)
     runs = json.loads((work / "metrics/egohumans.json").read_text())
     names = [report.path.name] if report.path.name in runs else sorted(runs)
@@ -376,7 +337,10 @@ def compare_tracks(report: Report, work: Path, tolerance: float, findings: Findi
 
 def audit(paths: list[Path], root: Path, tolerance: float, keep: Path | None = None) -> Findings:
     """Check the workspace, re-derive what the reports need, compare each report; the findings say what differs."""
-    reports = [read_report(path) for path in paths]
+    stages = pipeline_stages(root)
+    files = benchmark_metrics(stages)  # benchmark -> its metrics files, as dvc.yaml declares them
+    current = {name: _load_metrics(root, paths_) for name, paths_ in files.items()}
+    reports = [read_report(path, current) for path in paths]
     findings = Findings()
     findings.section(f"1. the workspace against {root / 'dvc.lock'}")
     start = findings.differences
@@ -388,13 +352,14 @@ def audit(paths: list[Path], root: Path, tolerance: float, keep: Path | None = N
 
     findings.section("2. re-derived from pinned inputs and cached model answers")
     benchmarks = sorted({name for report in reports for name in report.benchmarks})
+    targets = [info.name for info in stages if set(info.metrics) & {p for b in benchmarks for p in files.get(b, [])}]
     work = keep or Path(tempfile.mkdtemp(prefix="egoeval-audit-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
-        changed = rederive(root, work, [f"{name}_score" for name in benchmarks], findings)
+        changed = rederive(root, work, targets, findings)
         if changed is None:
             return findings
-        derived = {name: json.loads((work / f"metrics/{name}.json").read_text()) for name in benchmarks}
+        derived = {name: _load_metrics(work, files[name]) for name in benchmarks}
         for report in reports:
             findings.section(f"3. {report.path} ({report.kind}) against the re-derived numbers")
             start = findings.differences
@@ -403,7 +368,7 @@ def audit(paths: list[Path], root: Path, tolerance: float, keep: Path | None = N
             elif report.kind == "eval-json":
                 compare_eval_json(report, work, tolerance, findings)
             else:
-                single = not set(report.data) & {"egonormia", "egohumans"}
+                single = not set(report.data) <= set(files)
                 compare_numbers(report.data, derived[report.benchmarks[0]] if single else derived, tolerance, findings)
             if findings.differences > start and not changed:
                 findings.note("the re-derived outputs equal dvc.lock's: the pinned inputs do not give these numbers")
@@ -411,6 +376,14 @@ def audit(paths: list[Path], root: Path, tolerance: float, keep: Path | None = N
         if keep is None:
             shutil.rmtree(work, ignore_errors=True)
     return findings
+
+
+def _load_metrics(root: Path, paths: list[str]) -> Any:
+    """A benchmark's metrics: its one file's content (``{}`` when absent), or ``{file stem: content}`` for several."""
+    contents = {Path(path).stem: json.loads((root / path).read_text()) for path in paths if (root / path).is_file()}
+    if len(paths) == 1:
+        return next(iter(contents.values()), {})
+    return contents
 
 
 def main(argv: list[str] | None = None) -> int:

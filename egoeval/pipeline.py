@@ -5,7 +5,8 @@ stage's command imports. Used by flows/, the audit and the tests; dvc.yaml is th
 Roles a stage declares under ``meta:`` in dvc.yaml:
 - ``benchmark: <name>``: the benchmark it belongs to; its ``metrics`` outputs are that benchmark's reported numbers;
 - ``role: input``: its outputs are pinned inputs (the audit checks them out of DVC's cache, never re-runs them);
-- ``scale_out: <form>``: it has a sharded form of that name (``python -m flows.shard <form>``) for a Dask cluster.
+- ``scale_out: {form: <name>, ...}``: it has a sharded form of that name for a Dask cluster (flows/shard.py), called
+  with the other keys (e.g. ``mode: ${item.mode}``).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ class StageInfo:
     metrics: tuple[str, ...]  # metrics files it writes, relative to the repository root
     benchmark: str | None = None  # meta.benchmark
     role: str = "compute"  # meta.role: input | compute
-    scale_out: str | None = None  # meta.scale_out: the name of its sharded form
+    scale_out: dict[str, str] | None = None  # meta.scale_out: its sharded form and that form's options
     deps: tuple[str, ...] = ()  # declared dependency paths (files and folders), relative to the root
     params: tuple[str, ...] = ()  # declared params keys (dotted; a section covers its keys)
 
@@ -92,6 +93,9 @@ def _meta(stage: Any, root: str) -> dict[str, Any]:
     unknown = sorted(set(meta) - {"benchmark", "role", "scale_out"})
     if unknown:
         raise InputError(where, f"unknown meta keys {unknown}; known: benchmark, role, scale_out")
+    scale_out = meta.get("scale_out")
+    if scale_out is not None and not (isinstance(scale_out, dict) and isinstance(scale_out.get("form"), str)):
+        raise InputError(where, "meta.scale_out must be a mapping with a form name, e.g. {form: infer}")
     if meta.get("role", "compute") not in ROLES:
         raise InputError(where, f"meta.role must be one of {', '.join(ROLES)}, got {meta['role']!r}")
     return meta

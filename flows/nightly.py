@@ -17,9 +17,10 @@ from pathlib import Path
 from prefect.schedules import Cron
 from prefect.settings import PREFECT_API_URL
 
-from egoeval.io import write_json
-from flows.config import FlowSettings
-from flows.dvc_stages import lock_snapshot, pipeline_stages, stage_state
+from egoeval.io import InputError, write_json
+from egoeval.pipeline import lock_snapshot, pipeline_stages, stage_state
+from egoeval.settings import FlowsSettings
+from flows.config import baseline_lock, flow_settings
 from flows.pipeline import NightlyFailed, StageOutcome, current_metrics, format_summary, nightly_flow
 
 DEPLOYMENT = "nightly"
@@ -40,7 +41,7 @@ def run_once(root: Path) -> int:
 
 def accept_baseline(root: Path) -> int:
     """Write the baseline (metrics of every benchmark) and its dvc.lock snapshot; refuse while a stage is stale."""
-    settings = FlowSettings.load(root)
+    settings = flow_settings(root)
     stages = pipeline_stages(root)
     stale = [info.name for info in stages if stage_state(root, info.name).changed]
     if stale:
@@ -48,12 +49,12 @@ def accept_baseline(root: Path) -> int:
         return 1
     metrics, _ = current_metrics(str(root), stages)
     write_json(root / settings.baseline, metrics)
-    write_json(root / settings.baseline_lock, lock_snapshot(root))
-    print(f"baseline: {settings.baseline} ({', '.join(sorted(metrics))}), inputs: {settings.baseline_lock}")
+    write_json(root / baseline_lock(settings.baseline), lock_snapshot(root))
+    print(f"baseline: {settings.baseline} ({', '.join(sorted(metrics))}), inputs: {baseline_lock(settings.baseline)}")
     return 0
 
 
-def schedule(settings: FlowSettings) -> Cron:
+def schedule(settings: FlowsSettings) -> Cron:
     return Cron(settings.schedule_cron, timezone=settings.timezone)
 
 
@@ -73,7 +74,7 @@ def serve(root: Path) -> int:
     """Serve the deployment here: a scheduled run starts in a subprocess of this one."""
     if not _server_configured():
         return 2
-    settings = FlowSettings.load(root)
+    settings = flow_settings(root)
     nightly_flow.serve(name=DEPLOYMENT, schedules=[schedule(settings)], parameters={"root": str(root)}, limit=1)
     return 0
 
@@ -82,7 +83,7 @@ def deploy(root: Path, work_pool: str) -> int:
     """Register the deployment with a work pool; a worker of that pool (on a machine with this checkout) runs it."""
     if not _server_configured():
         return 2
-    settings = FlowSettings.load(root)
+    settings = flow_settings(root)
     code = Path(__file__).resolve().parents[1]  # the checkout holding flows/ (the project may be another folder)
     nightly_flow.from_source(source=str(code), entrypoint="flows/pipeline.py:nightly_flow").deploy(
         name=DEPLOYMENT,
@@ -105,6 +106,11 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--work-pool", metavar="POOL", help="deploy to this work pool instead of serving")
     args = parser.parse_args(argv)
     root = args.root.resolve()
+    try:
+        flow_settings(root)  # params.yaml validated whole before anything starts
+    except InputError as error:
+        print(f"error: bad input: {error}", file=sys.stderr)
+        return 2
     if args.once:
         return run_once(root)
     if args.accept_baseline:

@@ -1,20 +1,19 @@
-"""The nightly flow: every stage of dvc.yaml as a Prefect task, in DVC's order, cached exactly when DVC would skip it.
+"""The nightly flow: every stage of dvc.yaml as a Prefect task, in DVC's order, "Cached" exactly when DVC skips it.
 
-For each stage, right before it runs (its upstream outputs are final then), DVC gives a cache key (sha256 of the
-stage's command, its deps' DVC hashes and its params' values) and whether ``dvc repro`` would re-run it. The task
-is called with that key and ``refresh_cache=changed``:
+params.yaml is validated whole first: a bad key fails the run before any stage. Then each stage's task asks DVC, at
+the moment it runs (its upstream outputs are final then), whether ``dvc repro`` would re-run the stage:
 
-- DVC would skip the stage: the task resolves from its result record under the key -> Cached, nothing runs. When no
-  record exists yet (the stage was reproduced outside Prefect), the flow first records DVC's lock entry under the key,
-  so the state is Cached all the same.
-- DVC would run it: the task body runs ``dvc repro --single-item <stage>`` (dvc.lock is updated; DVC's own lock keeps
-  concurrent runs apart) and its result record is rewritten.
+- no: the task ends in the state **Cached** (type COMPLETED) with DVC's fingerprint of the stage (its command, its
+  deps' DVC hashes, its params) and nothing runs. DVC's own records (dvc.lock, the DVC cache) are the cache: there is
+  no second cache to fall out of step;
+- yes: the task runs ``dvc repro --single-item <stage>`` (dvc.lock is updated; DVC's own lock keeps concurrent runs
+  apart) and ends Completed.
 
-Task results live under ``<root>/.egoeval-cache/prefect/results``, so caching survives across processes and servers.
 Retries (params ``flows.retries``, exponential backoff from ``flows.retry_backoff_s`` with jitter) happen only when a
-stage exits 75 (transient: network, 5xx); bad input (exit 2) and any other failure fail at once. A failed stage
-skips its downstream stages, not the other branches. With ``flows.dask_address`` set, the stages that have a sharded
-form (flows/shard.py) run it on that Dask cluster, then ``dvc commit`` records them; their outputs are the same bytes.
+stage exits 75 (transient: network, 5xx); bad input (exit 2: a bad file, a bad param, a permanent API error) fails at
+once. A failed stage skips its downstream stages, not the other branches. With ``flows.dask_address`` set, a stage
+that declares a sharded form in dvc.yaml (``meta.scale_out``, see flows/shard.py) runs it on that Dask cluster, then
+``dvc commit`` records it; its outputs are the same bytes.
 """
 
 from __future__ import annotations
@@ -31,17 +30,25 @@ from typing import Any
 
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
-from prefect.filesystems import LocalFileSystem
-from prefect.results import ResultStore
-from prefect.serializers import JSONSerializer
+from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed, Failed, State
 from prefect.tasks import exponential_backoff
 
 from egoeval.io import InputError, atomic_write_text
+from egoeval.pipeline import (
+    StageInfo,
+    benchmark_metrics,
+    lock_snapshot,
+    pipeline_stages,
+    stage_outputs,
+    stage_state,
+    with_upstream,
+)
+from egoeval.reported import load_json
+from egoeval.settings import FlowsSettings
 from egoeval.stage import EXIT_BAD_INPUT, EXIT_TRANSIENT, TransientFailure, command_env
-from flows.config import REPORT_ARTIFACT_KEY, REPORT_FILE, RESULTS_DIR, FlowSettings
-from flows.dvc_stages import StageInfo, lock_snapshot, pipeline_stages, stage_outputs, stage_state, with_upstream
-from flows.report import build_report, load_json
+from flows.config import REPORT_ARTIFACT_KEY, REPORT_FILE, baseline_lock, flow_settings
+from flows.report import build_report
 
 _EXIT_RE = re.compile(r"exited with (-?\d+)\s*$")  # DVC: "failed to run: <cmd>, exited with <code>"
 
@@ -92,14 +99,15 @@ def _dvc(root: str, stage: str, *args: str) -> None:
         raise StageFailed(stage, codes[-1] if codes else None, "\n".join(tail))
 
 
-def _run_sharded(root: str, stage: str, cmd: str) -> None:
+def _run_sharded(root: str, stage: str, scale_out: dict[str, str]) -> None:
     """The stage's sharded form on the Dask cluster, then ``dvc commit`` records it in dvc.lock like a repro would."""
-    from flows.shard import sharded_form
+    from flows.shard import SCALE_OUT
 
-    form = sharded_form(cmd)
-    assert form is not None, cmd
+    form, options = scale_out.get("form", ""), {k: v for k, v in scale_out.items() if k != "form"}
+    if form not in SCALE_OUT:
+        raise StageFailed(stage, EXIT_BAD_INPUT, f"dvc.yaml meta.scale_out.form {form!r}; known: {sorted(SCALE_OUT)}")
     try:
-        form(root)
+        SCALE_OUT[form](root, **options)
     except InputError as error:
         raise StageFailed(stage, EXIT_BAD_INPUT, str(error)) from error
     except TransientFailure as error:
@@ -107,14 +115,22 @@ def _run_sharded(root: str, stage: str, cmd: str) -> None:
     _dvc(root, stage, "commit", "--force", stage)
 
 
-@task(name="stage", persist_result=True, result_serializer=JSONSerializer(), retry_condition_fn=retry_transient)
-def run_stage(root: str, stage: str, key: str, scale_out_cmd: str | None = None) -> dict[str, Any]:
-    """Reproduce one stage (``dvc repro --single-item``, or its sharded form given its command); return its outputs."""
-    if scale_out_cmd:
-        _run_sharded(root, stage, scale_out_cmd)
+@task(name="stage", cache_policy=NO_CACHE, persist_result=False, retry_condition_fn=retry_transient)
+def run_stage(root: str, stage: str, scale_out: dict[str, str] | None = None) -> Any:
+    """Reproduce one stage unless DVC would skip it: then end Cached with DVC's fingerprint, running nothing."""
+    logger = get_run_logger()
+    current = stage_state(root, stage)
+    logger.info("stage %s: DVC key %s, DVC would %s", stage, current.key[:12], "run" if current.changed else "skip")
+    if not current.changed:
+        outs = stage_outputs(root, stage)
+        return Completed(
+            name="Cached", message="DVC: up to date", data={"stage": stage, "key": current.key, "outs": outs}
+        )
+    if scale_out:
+        _run_sharded(root, stage, scale_out)
     else:
         _dvc(root, stage, "repro", "--single-item", stage)
-    return {"stage": stage, "key": key, "outs": stage_outputs(root, stage)}
+    return {"stage": stage, "key": stage_state(root, stage).key, "outs": stage_outputs(root, stage)}
 
 
 class NightlyFailed(RuntimeError):
@@ -136,46 +152,22 @@ class StageOutcome:
     message: str = ""
 
 
-def _sharded_stages(stages: list[StageInfo]) -> set[str]:
-    """Stages with a sharded form (EgoNormia inference, EgoHumans YOLO detection)."""
-    from flows.shard import sharded_form
-
-    return {info.name for info in stages if sharded_form(info.cmd) is not None}
-
-
-def _record_dvc_result(store: ResultStore, root: str, stage: str, key: str) -> None:
-    """DVC says the stage is up to date but Prefect holds no record under its key: record DVC's lock entry."""
-    if not store.exists(key):
-        store.write({"stage": stage, "key": key, "outs": stage_outputs(root, stage)}, key=key)
-
-
-def run_stages(root: str, settings: FlowSettings, stages: list[StageInfo]) -> list[StageOutcome]:
+def run_stages(root: str, settings: FlowsSettings, stages: list[StageInfo]) -> list[StageOutcome]:
     """Run the stages one after the other; a failed stage skips its downstream stages, not the other branches."""
-    logger = get_run_logger()
-    results = Path(root) / RESULTS_DIR
-    store = ResultStore(result_storage=LocalFileSystem(basepath=str(results)), serializer=JSONSerializer())
     blocked: set[str] = set()
     outcomes: list[StageOutcome] = []
-    sharded = _sharded_stages(stages) if settings.dask_address else set()
     for info in stages:
         if blocked.intersection(info.upstream):
             blocked.add(info.name)
             outcomes.append(StageOutcome(info.name, "Skipped", 0.0, "an upstream stage failed"))
             continue
         start = time.monotonic()
-        current = stage_state(root, info.name)
-        logger.info("stage %s: key %s, DVC would %s", info.name, current.key[:12], "run" if current.changed else "skip")
-        if not current.changed:
-            _record_dvc_result(store, root, info.name, current.key)
         state = run_stage.with_options(
             task_run_name=info.name,
-            cache_key_fn=lambda *_, key=current.key: key,
-            refresh_cache=current.changed,
-            result_storage=results,
             retries=settings.retries,
             retry_delay_seconds=exponential_backoff(settings.retry_backoff_s),
             retry_jitter_factor=0.5,
-        )(root, info.name, current.key, info.cmd if info.name in sharded else None, return_state=True)
+        )(root, info.name, info.scale_out if settings.dask_address else None, return_state=True)
         outcomes.append(StageOutcome(info.name, state.name, time.monotonic() - start, state.message or ""))
         if not state.is_completed():
             blocked.add(info.name)
@@ -183,16 +175,18 @@ def run_stages(root: str, settings: FlowSettings, stages: list[StageInfo]) -> li
 
 
 def current_metrics(root: str, stages: list[StageInfo]) -> tuple[dict[str, Any], dict[str, set[str]]]:
-    """``{benchmark: metrics JSON}`` of every metrics file on disk, and per benchmark the stages feeding it."""
+    """``{benchmark: metrics JSON}`` of every metrics file on disk (benchmarks as dvc.yaml's ``meta`` names them), and
+    per benchmark the stages feeding it. A benchmark with several metrics files gets ``{file stem: content}``."""
     metrics: dict[str, Any] = {}
     feeding: dict[str, set[str]] = {}
-    for info in stages:
-        for path in info.metrics:
-            name = Path(path).stem
-            content = load_json(Path(root) / path)
-            if content is not None:
-                metrics[name] = content
-            feeding[name] = with_upstream(stages, [info.name])
+    by_name = {info.name: info for info in stages}
+    for benchmark, paths in sorted(benchmark_metrics(stages).items()):
+        contents = {Path(path).stem: load_json(Path(root) / path) for path in paths}
+        present = {stem: content for stem, content in contents.items() if content is not None}
+        if present:
+            metrics[benchmark] = next(iter(present.values())) if len(paths) == 1 else present
+        writers = [name for name, info in by_name.items() if set(info.metrics) & set(paths)]
+        feeding[benchmark] = with_upstream(stages, writers)
     return metrics, feeding
 
 
@@ -218,7 +212,10 @@ def nightly_flow(root: str = ".") -> State:
     """Reproduce the whole pipeline, publish the report artifact, fail on a stage failure or a moved metric."""
     logger = get_run_logger()
     root = str(Path(root).resolve())
-    settings = FlowSettings.load(root)
+    try:
+        settings = flow_settings(root)  # params.yaml validated whole: a bad key stops the run before any stage
+    except InputError as error:
+        return Failed(message=f"bad params, nothing ran: {error}")
     stages = pipeline_stages(root)
     outcomes = run_stages(root, settings, stages)
     metrics, feeding = current_metrics(root, stages)
@@ -227,7 +224,7 @@ def nightly_flow(root: str = ".") -> State:
         current=metrics,
         baseline=baseline,
         lock_now=lock_snapshot(root),
-        lock_baseline=load_json(Path(root) / settings.baseline_lock),
+        lock_baseline=load_json(Path(root) / baseline_lock(settings.baseline)),
         feeding=feeding,
         tolerance=settings.tolerance,
         gate=settings.gate,

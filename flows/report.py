@@ -1,46 +1,21 @@
 """The nightly report: metric tables of every metrics file, a diff against the accepted baseline, and the rule that
 turns a moved metric into a failed run.
 
-A metrics file is any DVC ``metrics`` output (metrics/egonormia.json, metrics/egohumans.json); its benchmark name is
-the file's stem. The baseline (``flows.baseline``, default metrics/baseline.json) is ``{benchmark: <metrics file
-content>}``; beside it, ``baseline.lock.json`` keeps the deps' hashes and params from dvc.lock at acceptance, so a
-report can say which inputs changed since.
+A metrics file is any DVC ``metrics`` output (metrics/egonormia.json, metrics/egohumans.json); its benchmark is the one
+its stage names in dvc.yaml (``meta.benchmark``); numbers and intervals are read by ``egoeval.reported``. The
+baseline (``flows.baseline``, default metrics/baseline.json) is ``{benchmark: <metrics file content>}``; beside it,
+``baseline.lock.json`` keeps the deps' hashes and params from dvc.lock at acceptance, so a report can say which
+inputs changed since.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from egoeval.io import flatten_dotted
-
-INTERVAL_KEY = "ci95"  # a bootstrap interval [low, high]
-
-
-@dataclass(frozen=True)
-class Metric:
-    value: float
-    interval: tuple[float, float] | None = None  # the bootstrap interval, when the metric has one
-
-
-@dataclass(frozen=True)
-class MetricChange:
-    """A metric that differs from the baseline (``old``/``new`` None: missing on that side)."""
-
-    benchmark: str
-    metric: str
-    old: Metric | None
-    new: Metric | None
-    allowed: tuple[float, float] | None  # the range of values that pass
-    regressed: bool
-    gated: bool  # False: a metric the rule does not check (listed for information)
-
-    @property
-    def delta(self) -> float | None:
-        return None if self.old is None or self.new is None else self.new.value - self.old.value
+from egoeval.reported import Metric, MetricChange, compare, flatten_metrics
 
 
 @dataclass(frozen=True)
@@ -52,72 +27,6 @@ class InputChange:
     old: Any
     new: Any
     stages: tuple[str, ...]
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _interval(value: Any) -> tuple[float, float] | None:
-    if isinstance(value, list | tuple) and len(value) == 2 and all(_number(v) for v in value):
-        return float(value[0]), float(value[1])
-    return None
-
-
-def flatten_metrics(obj: Any, prefix: str = "") -> dict[str, Metric]:
-    """Numeric leaves of a metrics JSON by slash-joined path, each with its bootstrap interval where one is given.
-
-    Intervals: a sibling ``"ci95": {"x": [low, high]}`` belongs to ``"x"`` (metrics/egonormia.json), and
-    ``{"value": x, "ci95": [low, high]}`` is one metric at that dict's path.
-    """
-    if _number(obj):
-        return {prefix: Metric(float(obj))} if prefix else {}
-    if not isinstance(obj, dict):
-        return {}
-    own = _interval(obj.get(INTERVAL_KEY))
-    if own is not None and _number(obj.get("value")) and prefix:
-        return {prefix: Metric(float(obj["value"]), own)}
-    intervals = obj.get(INTERVAL_KEY) if isinstance(obj.get(INTERVAL_KEY), dict) else {}
-    out: dict[str, Metric] = {}
-    for key, value in obj.items():
-        if key == INTERVAL_KEY:
-            continue
-        path = f"{prefix}/{key}" if prefix else str(key)
-        if _number(value):
-            out[path] = Metric(float(value), _interval(intervals.get(key)))
-        else:
-            out.update(flatten_metrics(value, path))
-    return out
-
-
-def compare(
-    benchmark: str,
-    baseline: dict[str, Metric],
-    current: dict[str, Metric],
-    tolerance: float,
-    gate: list[str] | None = None,
-) -> list[MetricChange]:
-    """Metrics that differ from the baseline. A gated metric (its last path key in ``gate``; every metric when
-    ``gate`` is None) regresses when it leaves the baseline's bootstrap interval widened by ``tolerance`` points on
-    each side (without an interval: the baseline value +/- ``tolerance``), or when it disappears. New metrics pass."""
-    changes = []
-    for name in sorted(set(baseline) | set(current)):
-        old, new = baseline.get(name), current.get(name)
-        if old is not None and new is not None and old.value == new.value:
-            continue
-        gated = gate is None or name.rpartition("/")[2] in gate
-        allowed = None
-        if old is not None:
-            low, high = old.interval or (old.value, old.value)
-            allowed = (low - tolerance, high + tolerance)
-        if not gated or old is None:
-            regressed = False
-        elif new is None:
-            regressed = True
-        else:
-            regressed = not allowed[0] - 1e-9 <= new.value <= allowed[1] + 1e-9
-        changes.append(MetricChange(benchmark, name, old, new, allowed, regressed, gated))
-    return changes
 
 
 def _inputs(snapshot: dict[str, Any], stages: set[str] | None) -> dict[tuple[str, str], tuple[Any, set[str]]]:
@@ -293,8 +202,3 @@ def build_report(
     if regressions:
         lines += ["", "## Verdict: FAILED", "", "```", failure_message(regressions, inputs), "```"]
     return Report("\n".join(lines).rstrip() + "\n", regressions, inputs)
-
-
-def load_json(path: Path) -> Any | None:
-    """A JSON file's content, or None when it does not exist."""
-    return json.loads(path.read_text()) if path.exists() else None

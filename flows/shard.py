@@ -30,8 +30,9 @@ from prefect.client.orchestration import get_client
 from prefect_dask import DaskTaskRunner
 
 from egoeval.egohumans.formats import DETECTION_COLUMNS, empty_detections, sort_detections
-from egoeval.io import load_params, write_parquet
-from flows.config import FlowSettings
+from egoeval.io import write_parquet
+from egoeval.settings import load_settings
+from flows.config import flow_settings
 from stages.egohumans import detect as detect_stage
 from stages.egonormia import infer as infer_stage
 
@@ -58,7 +59,7 @@ def local_cluster(n_workers: int) -> LocalCluster:
 
 def task_runner(root: str | Path, workers: int | None = None) -> DaskTaskRunner:
     """The cluster named by params ``flows.dask_address``, else a LocalCluster of ``flows.dask_workers`` processes."""
-    settings = FlowSettings.load(root)
+    settings = flow_settings(root)
     if settings.dask_address:
         return DaskTaskRunner(address=settings.dask_address)
     return DaskTaskRunner(cluster_class=local_cluster, cluster_kwargs={"n_workers": workers or settings.dask_workers})
@@ -108,7 +109,7 @@ def infer_flow(root: str = ".", shards: int = 0) -> str:
     """The egonormia_infer stage, sharded by clip: writes data/egonormia/responses.parquet under ``root``."""
     base = Path(root).resolve()
     inputs = infer_stage.stage_inputs(base)
-    responses = sharded_inference(*inputs, shards or FlowSettings.load(base).dask_workers)
+    responses = sharded_inference(*inputs, shards or flow_settings(base).dask_workers)
     infer_stage.check_failures(responses, float(inputs[-1]["max_failure_rate"]))
     write_parquet(base / infer_stage.OUT, responses)
     return str(base / infer_stage.OUT)
@@ -127,10 +128,10 @@ def detect_shard(images: pd.DataFrame, params: dict[str, Any], arch_only: bool) 
 def detect_flow(root: str = ".", shards: int = 0, arch_only: bool = False) -> str:
     """The egohumans_detect stage in yolo mode, sharded by batch: writes data/egohumans/detections/yolo.parquet."""
     base = Path(root).resolve()
-    params = load_params("egohumans.detect", path=base / "params.yaml")
+    params = load_settings(base / "params.yaml").egohumans.detect.model_dump()
     images = detect_stage.read_images(base / detect_stage.FETCHED)
     images["path"] = [p if Path(p).is_absolute() else str(base / p) for p in images["path"]]
-    shards = shards or FlowSettings.load(base).dask_workers
+    shards = shards or flow_settings(base).dask_workers
     batch = int(params["yolo_batch"])
     shard = (images.index // batch) % shards  # whole batches, dealt round-robin
     model_params = {**params}
@@ -146,18 +147,25 @@ def detect_flow(root: str = ".", shards: int = 0, arch_only: bool = False) -> st
     return str(out)
 
 
-# ---------------------------------------------------------------- which stages have a sharded form
+# ---------------------------------------------------------------- the sharded forms dvc.yaml names (meta.scale_out)
 
 
-def sharded_form(cmd: str) -> Callable[[str], str] | None:
-    """The sharded flow that can stand in for a stage command (``root -> output path``), or None."""
-    words = cmd.split()
-    if words[:3] == ["python", "-m", "stages.egonormia.infer"]:
-        return lambda root: infer_flow.with_options(task_runner=task_runner(root))(root=root)
-    if words[:3] == ["python", "-m", "stages.egohumans.detect"] and words[3:5] == ["--mode", "yolo"]:
-        arch_only = "--arch-only" in words
-        return lambda root: detect_flow.with_options(task_runner=task_runner(root))(root=root, arch_only=arch_only)
-    return None
+def _infer_form(root: str) -> str:
+    return infer_flow.with_options(task_runner=task_runner(root))(root=root)
+
+
+def _detect_form(root: str, mode: str) -> str:
+    """YOLO detection sharded by batch; the other modes are a quick read of boxes, run in place."""
+    if mode != "yolo":
+        out = Path(root) / detect_stage.OUT_DIR / f"{mode}.parquet"
+        params = load_settings(Path(root) / "params.yaml").egohumans.detect.model_dump()
+        detect_stage.detect(mode, Path(root) / detect_stage.FETCHED, out, params)
+        return str(out)
+    return detect_flow.with_options(task_runner=task_runner(root))(root=root)
+
+
+SCALE_OUT: dict[str, Callable[..., str]] = {"infer": _infer_form, "detect": _detect_form}
+"""``meta.scale_out`` in dvc.yaml -> the sharded form (``root``, then the meta's other keys -> output path)."""
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,10 +8,12 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import cv2
 import numpy as np
 import pytest
+import yaml
 
 from egoeval.stage import command_env
 
@@ -68,6 +70,21 @@ def copy_repo(destination: Path) -> Path:
     return destination
 
 
+def write_params(root: Path, changes: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``root/params.yaml``: this repository's params with ``changes`` merged in (nested dicts merge key by key)."""
+
+    def merge(base: dict[str, Any], more: dict[str, Any]) -> dict[str, Any]:
+        for key, value in more.items():
+            base[key] = (
+                merge(base[key], value) if isinstance(value, dict) and isinstance(base.get(key), dict) else value
+            )
+        return base
+
+    params = merge(yaml.safe_load((REPO / "params.yaml").read_text()), changes or {})
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    return params
+
+
 def tool_env(**extra: str) -> dict[str, str]:
     """The environment for running the project's tools (dvc, python -m stages...) from this venv."""
     return command_env(**extra)
@@ -76,7 +93,12 @@ def tool_env(**extra: str) -> dict[str, str]:
 def nightly_env(prefect_home: Path, **extra: str) -> dict[str, str]:
     """The environment for a ``python -m flows.nightly`` subprocess: its own PREFECT_HOME, no server configured."""
     env = {k: v for k, v in tool_env().items() if not k.startswith("PREFECT_")}
-    env.update(PREFECT_HOME=str(prefect_home), PREFECT_SERVER_ANALYTICS_ENABLED="false", **extra)
+    env.update(
+        PREFECT_HOME=str(prefect_home),
+        PREFECT_SERVER_ANALYTICS_ENABLED="false",
+        PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS=os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"],
+        **extra,
+    )
     return env
 
 

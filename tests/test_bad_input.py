@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import write_params
 from PIL import Image
 
 from egoeval.egonormia.inputs import read_items
@@ -101,9 +102,9 @@ def test_the_infer_stage_reports_bad_items_in_one_line_and_writes_nothing(tmp_pa
     items.at[1, "justifications"] = [*items.at[1, "justifications"], "A sixth reason."]
     Path("data/egonormia/fetched").mkdir(parents=True)
     items.to_parquet("data/egonormia/fetched/items.parquet", index=False)
-    Path("params.yaml").write_text(
-        "egonormia:\n  model: {backend: random, name: chance}\n  baselines: []\n"
-        "  infer: {settings: [blind], seed: 0, max_failure_rate: 0.1, cache_dir: .cache}\n"
+    write_params(
+        tmp_path,
+        {"egonormia": {"baselines": [], "infer": {"settings": ["blind"], "seed": 0, "cache_dir": ".cache"}}},
     )
     assert infer_stage.main([]) == 2
     where = "data/egonormia/fetched/items.parquet, row clip-1"

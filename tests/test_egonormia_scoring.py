@@ -14,7 +14,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-import yaml
+from conftest import write_params
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -267,7 +267,7 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     example_items().to_parquet(tmp_path / "data/egonormia/fetched/items.parquet", index=False)
     example_responses().to_parquet(tmp_path / "data/egonormia/responses.parquet", index=False)
     params = {"egonormia": {"score": {"bootstrap_samples": 200, "bootstrap_seed": 0, "confidence": 0.95}}}
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    write_params(tmp_path, params)
     monkeypatch.chdir(tmp_path)
     return tmp_path
 

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, copy_repo, dvc, nightly_env
+from conftest import REPO, copy_repo, dvc, nightly_env, write_params
 
-from flows.dvc_stages import cache_key, lock_snapshot, pipeline_stages, stage_state
-from flows.report import Metric, build_report, compare, flatten_metrics
+from egoeval.pipeline import cache_key, lock_snapshot, pipeline_stages, stage_state
+from egoeval.reported import Metric, compare, flatten_metrics
+from flows.report import build_report
 
 STEP = '''\
 """The toy pipeline's only program: every run appends its arguments to runs.log (not an output of any stage)."""
@@ -25,7 +26,7 @@ from pathlib import Path
 import yaml
 
 step = sys.argv[1]
-params = yaml.safe_load(Path("params.yaml").read_text())["toy"]
+params = yaml.safe_load(Path("toy.yaml").read_text())["toy"]
 with open("runs.log", "a") as log:
     log.write(" ".join(sys.argv[1:]) + "\\n")
 Path("work").mkdir(exist_ok=True)
@@ -53,7 +54,7 @@ stages:
   prepare:
     cmd: python src/step.py prepare
     deps: [src/step.py, src/input.txt]
-    params: [toy.prepare]
+    params: [{toy.yaml: [toy.prepare]}]
     outs: [work/prepared.txt]
   count:
     matrix:
@@ -68,16 +69,16 @@ stages:
   score:
     cmd: python src/step.py score
     deps: [src/step.py, work/count-left.txt, work/count-right.txt]
-    params: [toy.score]
+    params: [{toy.yaml: [toy.score]}]
     metrics:
       - metrics/toy.json:
           cache: false
 """
 
-PARAMS = {
-    "toy": {"prepare": {"scale": 2, "fail_code": 0, "fail_times": 0}, "score": {"accuracy": 50.0}},
-    "flows": {"tolerance": 0.5, "retries": 2, "retry_backoff_s": 0.05},
-}
+TOY_PARAMS = {"toy": {"prepare": {"scale": 2, "fail_code": 0, "fail_times": 0}, "score": {"accuracy": 50.0}}}
+# the flows validate params.yaml as egoeval's: the toy project keeps egoeval's with quicker retries
+PARAMS = yaml.safe_load((REPO / "params.yaml").read_text())
+PARAMS["flows"].update(tolerance=0.5, retries=2, retry_backoff_s=0.05, gate=None)
 ORDER = ["prepare", "count@left", "count@right", "side", "score"]
 
 
@@ -86,10 +87,10 @@ def _run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subpr
 
 
 def set_params(root: Path, **toy: dict[str, object]) -> None:
-    params = yaml.safe_load((root / "params.yaml").read_text())
+    params = yaml.safe_load((root / "toy.yaml").read_text())
     for section, values in toy.items():
         params["toy"][section].update(values)
-    (root / "params.yaml").write_text(yaml.safe_dump(params))
+    (root / "toy.yaml").write_text(yaml.safe_dump(params))
 
 
 def summary_states(stdout: str, names: list[str]) -> dict[str, str]:
@@ -113,6 +114,7 @@ def toy(tmp_path: Path) -> Path:
     (root / "src" / "input.txt").write_text("hello\n")
     (root / "dvc.yaml").write_text(DVC_YAML)
     (root / "params.yaml").write_text(yaml.safe_dump(PARAMS))
+    (root / "toy.yaml").write_text(yaml.safe_dump(TOY_PARAMS))
     (root / ".gitignore").write_text("runs.log\n.egoeval-cache/\n")
     assert _run(["git", "init", "-q"], root).returncode == 0
     assert dvc(root, "init", "-q").returncode == 0
@@ -181,7 +183,7 @@ def test_stages_follow_dvc_yaml_and_keys_use_dvc_hashes(toy: Path) -> None:
         "stage": "prepare",
         "cmd": "python src/step.py prepare",
         "deps": md5,
-        "params": {"params.yaml": {"toy.prepare": PARAMS["toy"]["prepare"]}},
+        "params": {"toy.yaml": {"toy.prepare": TOY_PARAMS["toy"]["prepare"]}},
     }
     assert (
         before.key
@@ -301,7 +303,7 @@ def test_once_twice_second_run_all_cached(toy: Path, prefect_env: dict[str, str]
     assert second.returncode == 0, second.stdout + second.stderr
     assert summary_states(second.stdout, ORDER) == dict.fromkeys(ORDER, "Cached")
     assert len(runs(toy)) == 5  # no stage command ran again
-    assert "Finished in state Cached(type=COMPLETED)" in second.stderr + second.stdout
+    assert "Finished in state Cached('DVC: up to date', type=COMPLETED)" in second.stderr + second.stdout
 
     set_params(toy, prepare={"fail_code": 2, "fail_times": 99})  # bad input in the first stage
     third = _run(command, toy, prefect_env)
@@ -406,7 +408,7 @@ def test_sharded_inference_on_two_workers_is_byte_identical(tmp_path: Path, pref
     def sharded() -> pd.DataFrame:
         return sharded_inference(items, pd.DataFrame(index), frames, descriptions, specs, infer_params("sharded"), 2)
 
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump({"flows": {"dask_workers": 2}}))
+    write_params(tmp_path, {"flows": {"dask_workers": 2}})
     table = sharded.with_options(task_runner=task_runner(tmp_path))()
     assert len(single) == 11 * 3 * 3 * 2 and (single["error"] != "").sum() == 3 * 3 * 2
     assert table.to_parquet(index=False) == single.to_parquet(index=False)
@@ -490,9 +492,8 @@ def test_sharded_yolo_detection_is_byte_identical(tmp_path: Path, prefect_server
         "yolo_batch": 3,
         "yolo_imgsz": 128,
     }
-    (tmp_path / "params.yaml").write_text(
-        yaml.safe_dump({"egohumans": {"detect": params}, "flows": {"dask_workers": 2}})
-    )
+    params = write_params(tmp_path, {"egohumans": {"detect": params}, "flows": {"dask_workers": 2}})
+    params = params["egohumans"]["detect"]
 
     cwd = Path.cwd()
     os.chdir(tmp_path)  # the stage reads frame paths relative to the project root

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from conftest import write_params
 from openai_server import KeyedPolicy, OpenAIServer
 from PIL import Image
 
@@ -254,7 +255,7 @@ def write_stage_inputs(root: Path, items: pd.DataFrame, model: dict[str, Any], *
             },
         }
     }
-    (root / "params.yaml").write_text(yaml.safe_dump(params))
+    write_params(root, params)
 
 
 def test_stage_writes_nothing_when_too_much_failed_and_a_rerun_completes(tmp_path: Path, monkeypatch) -> None:

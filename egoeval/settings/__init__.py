@@ -98,7 +98,7 @@ class FlowsSettings(Section):
     timezone: NonEmptyStr
     baseline: NonEmptyStr
     tolerance: NonNegativeFloat
-    gate: list[NonEmptyStr]
+    gate: list[NonEmptyStr] | None  # the metrics (last key) the regression rule checks; null: every metric
     retries: NonNegativeInt
     retry_backoff_s: NonNegativeFloat
     dask_address: str | None

@@ -22,7 +22,7 @@ import pandas as pd
 from PIL import Image
 
 from bench import save
-from stages.egonormia.infer import run_inference
+from egoeval.egonormia.inference import run_inference
 
 REPO = Path(__file__).resolve().parents[1]
 GOAL = 0.9
@@ -53,7 +53,7 @@ def _dataset(root: Path, clips: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.Dat
 @contextmanager
 def _server(latency_s: float) -> Iterator[str]:
     """The loopback server in a process of its own, as a real endpoint would be (not sharing our GIL)."""
-    command = [sys.executable, "-m", "tests.openai_server", "--latency-s", str(latency_s)]
+    command = [sys.executable, "-m", "egoeval.openai_server", "--latency-s", str(latency_s)]
     process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, text=True)
     try:
         assert process.stdout is not None

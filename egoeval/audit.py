@@ -34,6 +34,7 @@ import pandas as pd
 import yaml
 
 from egoeval.cache import CACHE_DIR_ENV, CACHE_ONLY_ENV, cache_dir
+from egoeval.egonormia.artifacts import EVAL_JSON
 from egoeval.io import InputError, flatten_dotted
 from egoeval.pipeline import (
     StageInfo,
@@ -50,7 +51,6 @@ from egoeval.stage import command_env
 
 CACHE_MISS = "not in the response cache"
 PREDICTIONS = "data/egonormia/predictions.parquet"
-EVAL_JSON = "data/egonormia/predictions_eval.json"
 GT_DIR = "data/egohumans/fetched/gt"
 SUBTASKS = ("action", "justification", "sensible")
 MAX_LISTED = 20
@@ -337,7 +337,12 @@ def compare_tracks(report: Report, work: Path, tolerance: float, findings: Findi
 
 def audit(paths: list[Path], root: Path, tolerance: float, keep: Path | None = None) -> Findings:
     """Check the workspace, re-derive what the reports need, compare each report; the findings say what differs."""
-    stages = pipeline_stages(root)
+    try:
+        stages = pipeline_stages(root)
+    except InputError:
+        for path in paths:  # a report that is not even readable is the first thing to say
+            read_report(path)
+        raise
     files = benchmark_metrics(stages)  # benchmark -> its metrics files, as dvc.yaml declares them
     current = {name: _load_metrics(root, paths_) for name, paths_ in files.items()}
     reports = [read_report(path, current) for path in paths]

@@ -114,10 +114,15 @@ def _declared_params(stage: Any) -> tuple[str, ...]:
 def pipeline_stages(root: str | os.PathLike[str]) -> list[StageInfo]:
     """Every stage of the project's dvc.yaml files, upstream before downstream, ties in dvc.yaml order."""
     from dvc.dependency.param import ParamsDependency
+    from dvc.exceptions import NotDvcRepoError
     from dvc.repo import Repo
     from dvc.stage import PipelineStage
 
-    with Repo(os.fspath(root)) as repo, repo.lock:
+    try:
+        opened = Repo(os.fspath(root))
+    except NotDvcRepoError:
+        raise InputError(root, "not an egoeval workspace: no DVC project (.dvc/ and dvc.yaml) here") from None
+    with opened as repo, repo.lock:
         top = repo.root_dir
         stages = [stage for stage in repo.index.stages if isinstance(stage, PipelineStage)]
         graph = repo.index.graph

@@ -29,12 +29,13 @@ from prefect.cache_policies import NO_CACHE
 from prefect.client.orchestration import get_client
 from prefect_dask import DaskTaskRunner
 
+from egoeval.egohumans import detection
 from egoeval.egohumans.formats import DETECTION_COLUMNS, empty_detections, sort_detections
+from egoeval.egonormia import inference
+from egoeval.egonormia.artifacts import RESPONSES
 from egoeval.io import write_parquet
 from egoeval.settings import load_settings
 from flows.config import flow_settings
-from stages.egohumans import detect as detect_stage
-from stages.egonormia import infer as infer_stage
 
 RESPONSE_ORDER = ["id", "setting", "model", "subtask"]  # run_inference's row order (unique per row)
 
@@ -78,7 +79,7 @@ def infer_shard(
     infer_params: dict[str, Any],
 ) -> pd.DataFrame:
     """``run_inference`` on one shard's clips."""
-    return infer_stage.run_inference(items, frames_index, Path(frames_dir), descriptions, model_specs, infer_params)
+    return inference.run_inference(items, frames_index, Path(frames_dir), descriptions, model_specs, infer_params)
 
 
 def sharded_inference(
@@ -92,7 +93,7 @@ def sharded_inference(
 ) -> pd.DataFrame:
     """``run_inference``'s table, computed shard by shard on the flow's task runner (call inside a flow)."""
     if items.empty:
-        return infer_stage.run_inference(items, frames_index, frames_dir, descriptions, model_specs, infer_params)
+        return inference.run_inference(items, frames_index, frames_dir, descriptions, model_specs, infer_params)
     parts = items.groupby(items["id"].map(lambda clip: shard_of(str(clip), shards)), sort=True)
     futures = [
         infer_shard.submit(
@@ -108,11 +109,11 @@ def sharded_inference(
 def infer_flow(root: str = ".", shards: int = 0) -> str:
     """The egonormia_infer stage, sharded by clip: writes data/egonormia/responses.parquet under ``root``."""
     base = Path(root).resolve()
-    inputs = infer_stage.stage_inputs(base)
+    inputs = inference.inference_inputs(base)
     responses = sharded_inference(*inputs, shards or flow_settings(base).dask_workers)
-    infer_stage.check_failures(responses, float(inputs[-1]["max_failure_rate"]))
-    write_parquet(base / infer_stage.OUT, responses)
-    return str(base / infer_stage.OUT)
+    inference.check_failures(responses, float(inputs[-1]["max_failure_rate"]))
+    write_parquet(base / RESPONSES, responses)
+    return str(base / RESPONSES)
 
 
 # ---------------------------------------------------------------- EgoHumans YOLO detection
@@ -121,7 +122,7 @@ def infer_flow(root: str = ".", shards: int = 0) -> str:
 @task(name="detect-shard", cache_policy=NO_CACHE)
 def detect_shard(images: pd.DataFrame, params: dict[str, Any], arch_only: bool) -> pd.DataFrame:
     """``detect_images`` over one shard's frames (whole batches of the single-process run, in its order)."""
-    return detect_stage.detect_images(detect_stage.load_yolo(params, arch_only), images, params)
+    return detection.detect_images(detection.load_yolo(params, arch_only), images, params)
 
 
 @flow(name="egohumans-detect-sharded")
@@ -129,20 +130,20 @@ def detect_flow(root: str = ".", shards: int = 0, arch_only: bool = False) -> st
     """The egohumans_detect stage in yolo mode, sharded by batch: writes data/egohumans/detections/yolo.parquet."""
     base = Path(root).resolve()
     params = load_settings(base / "params.yaml").egohumans.detect.model_dump()
-    images = detect_stage.read_images(base / detect_stage.FETCHED)
+    images = detection.read_images(base / detection.FETCHED)
     images["path"] = [p if Path(p).is_absolute() else str(base / p) for p in images["path"]]
     shards = shards or flow_settings(base).dask_workers
     batch = int(params["yolo_batch"])
     shard = (images.index // batch) % shards  # whole batches, dealt round-robin
     model_params = {**params}
-    if params.get("yolo_weights") and params["yolo_weights"] != detect_stage.ARCH_ONLY:
+    if params.get("yolo_weights") and params["yolo_weights"] != detection.ARCH_ONLY:
         model_params["yolo_weights"] = str(base / params["yolo_weights"])
     futures = [
         detect_shard.submit(part.reset_index(drop=True), model_params, arch_only)
         for _, part in images.groupby(shard, sort=True)
     ]
     table = sort_detections(pd.concat([empty_detections(), *(f.result() for f in futures)], ignore_index=True))
-    out = base / detect_stage.OUT_DIR / "yolo.parquet"
+    out = base / detection.OUT_DIR / "yolo.parquet"
     write_parquet(out, table[DETECTION_COLUMNS])
     return str(out)
 
@@ -157,9 +158,9 @@ def _infer_form(root: str) -> str:
 def _detect_form(root: str, mode: str) -> str:
     """YOLO detection sharded by batch; the other modes are a quick read of boxes, run in place."""
     if mode != "yolo":
-        out = Path(root) / detect_stage.OUT_DIR / f"{mode}.parquet"
+        out = Path(root) / detection.OUT_DIR / f"{mode}.parquet"
         params = load_settings(Path(root) / "params.yaml").egohumans.detect.model_dump()
-        detect_stage.detect(mode, Path(root) / detect_stage.FETCHED, out, params)
+        detection.detect(mode, Path(root) / detection.FETCHED, out, params)
         return str(out)
     return detect_flow.with_options(task_runner=task_runner(root))(root=root)
 

@@ -16,7 +16,6 @@ from email.utils import formatdate
 from pathlib import Path
 
 import pytest
-from openai_server import OpenAIServer
 from PIL import Image
 
 from egoeval.backends import (
@@ -36,6 +35,7 @@ from egoeval.backends.openai import parse_retry_after
 from egoeval.cache import ResponseCache
 from egoeval.io import InputError
 from egoeval.limiter import AdaptiveLimiter, Outcome, RetriesExhausted, call_with_retries
+from egoeval.openai_server import OpenAIServer
 
 KEY_ENV = "EGOEVAL_TEST_API_KEY"
 SECRET = "sk-test-0123456789-very-secret"

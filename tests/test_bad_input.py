@@ -14,10 +14,10 @@ import pytest
 from conftest import write_params
 from PIL import Image
 
-from egoeval.egonormia.inputs import read_items
+from egoeval.egonormia.artifacts import read_items
+from egoeval.egonormia.inference import run_inference
 from egoeval.io import InputError
 from stages.egonormia import infer as infer_stage
-from stages.egonormia.infer import run_inference
 from stages.egonormia.parse import parse_responses
 
 CHANCE = [{"backend": "random", "name": "chance"}]

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from conftest import REPO, copy_repo, dvc, params_trace_file
 
-from egoeval.pipeline import StageInfo, key_covered, pipeline_stages, undeclared_code
+from egoeval.pipeline import StageInfo, code_files, key_covered, pipeline_stages, undeclared_code
 
 STAGES = pipeline_stages(REPO)
 
@@ -70,3 +70,23 @@ def test_one_byte_in_a_shared_module_makes_dvc_status_name_its_stages(reproduced
     status = dvc(root, "status").stdout
     assert "egonormia_infer:" in status and "egonormia_describe:" in status
     assert "egohumans_score:" not in status
+
+
+def _modules(folder: str) -> list[str]:
+    return sorted(
+        ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
+        for path in (REPO / folder).rglob("*.py")
+    )
+
+
+@pytest.mark.parametrize("module", _modules("egoeval"))
+def test_the_library_never_imports_orchestration_or_stages(module: str) -> None:
+    reached = code_files(REPO, module)
+    assert not [path for path in reached if path.startswith(("flows/", "stages/"))], module
+
+
+@pytest.mark.parametrize("module", [m for m in _modules("stages") if m.count(".") == 2])
+def test_no_stage_imports_another_stage(module: str) -> None:
+    own = module.replace(".", "/") + ".py"
+    others = [p for p in code_files(REPO, module) if p.startswith("stages/") and p != own]
+    assert others == [], f"{module} imports {others}: shared code belongs in egoeval/"

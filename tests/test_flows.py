@@ -379,9 +379,9 @@ def test_sharded_inference_on_two_workers_is_byte_identical(tmp_path: Path, pref
     import pandas as pd
     from prefect import flow
 
+    from egoeval.egonormia.inference import run_inference
     from egoeval.egonormia.schema import read_official_json
     from flows.shard import shard_of, sharded_inference, task_runner
-    from stages.egonormia.infer import run_inference
 
     items = read_official_json(REPO / "tests/data/egonormia/ood_robot.json")  # 11 real clips
     assert {shard_of(clip, 2) for clip in items["id"]} == {0, 1}
@@ -472,8 +472,8 @@ def test_sharded_yolo_detection_is_byte_identical(tmp_path: Path, prefect_server
     import numpy as np
     import pandas as pd
 
+    from egoeval.egohumans.detection import detect
     from flows.shard import detect_flow, task_runner
-    from stages.egohumans.detect import detect
 
     rng = np.random.default_rng(0)
     fetched = tmp_path / "data/egohumans/fetched"

@@ -13,13 +13,14 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import write_params
-from openai_server import KeyedPolicy, OpenAIServer
 from PIL import Image
 
+from egoeval.egonormia.artifacts import RESPONSE_COLUMNS
+from egoeval.egonormia.inference import check_failures, run_inference
 from egoeval.egonormia.prompts import NONE_OF_THE_ABOVE, displayed_options, permutation
+from egoeval.openai_server import KeyedPolicy, OpenAIServer
 from stages.egonormia import describe as describe_stage
 from stages.egonormia import infer as infer_stage
-from stages.egonormia.infer import check_failures, run_inference
 
 KEY_ENV = "EGOEVAL_TEST_API_KEY"
 SECRET = "sk-test-infer-secret-42"
@@ -121,7 +122,7 @@ def test_every_answer_of_a_correct_model_maps_back_to_the_gold_options(tmp_path:
         responses = run_inference(
             items, index, tmp_path / "frames", descriptions_of(items), [model_spec(server)], infer_params(tmp_path)
         )
-    assert list(responses.columns) == infer_stage.COLUMNS
+    assert list(responses.columns) == list(RESPONSE_COLUMNS)
     assert len(responses) == 6 * 3 * 3 and (responses["error"] == "").all()
     assert responses[["id", "setting", "model", "subtask"]].duplicated().sum() == 0
     gold = items.set_index("id")

@@ -26,7 +26,8 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import copy_repo, tool_env
-from openai_server import KeyedPolicy, OpenAIServer, default_policy, last_user_text
+
+from egoeval.openai_server import KeyedPolicy, OpenAIServer, default_policy, last_user_text
 
 pytestmark = pytest.mark.slow
 KEY_ENV = "EGOEVAL_TEST_KEY"

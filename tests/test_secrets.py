@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import copy_repo, nightly_env
-from openai_server import OpenAIServer
+
+from egoeval.openai_server import OpenAIServer
 
 pytestmark = pytest.mark.slow
 KEY_ENV = "EGOEVAL_CANARY_KEY"

@@ -17,9 +17,8 @@ from functools import lru_cache
 import numpy as np
 
 from egoeval.backends.base import ChatRequest, Decoding, ImagePart, Message, Question, TextPart
+from egoeval.egonormia.artifacts import SETTINGS
 
-SETTINGS = ("blind", "pipeline", "video")
-SUBTASKS = ("action", "justification", "sensible")
 NONE_OF_THE_ABOVE = "None of the above"
 N_OPTIONS = 5
 

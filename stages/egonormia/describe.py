@@ -20,7 +20,7 @@ from tqdm import tqdm
 from egoeval.backends import Decoding
 from egoeval.backends.client import ModelClient
 from egoeval.cache import ResponseCache, cache_file, cache_only
-from egoeval.egonormia.inputs import DESCRIPTIONS, FRAMES, ITEMS, FrameStore, Unavailable, read_table
+from egoeval.egonormia.artifacts import DESCRIPTIONS, FRAMES, ITEMS, FrameStore, Unavailable, read_table
 from egoeval.egonormia.prompts import describe_request
 from egoeval.io import InputError, load_params, write_parquet
 from egoeval.stage import TransientFailure, run_stage

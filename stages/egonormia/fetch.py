@@ -31,7 +31,7 @@ from typing import Any
 import pandas as pd
 from tqdm import tqdm
 
-from egoeval.egonormia.inputs import FETCHED
+from egoeval.egonormia.artifacts import FETCHED
 from egoeval.egonormia.schema import find_video, item_files, read_folder, source_files, write_items
 from egoeval.io import PARAMS_FILE, InputError, load_params, replaced_dir, verify_manifest, write_manifest
 from egoeval.stage import run_stage

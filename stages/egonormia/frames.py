@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 from tqdm import tqdm
 
-from egoeval.egonormia.inputs import FETCHED, FRAMES, ITEMS, read_table
+from egoeval.egonormia.artifacts import FETCHED, FRAMES, ITEMS, read_table
 from egoeval.io import InputError, atomic_write_bytes, load_params, replaced_dir, write_parquet
 from egoeval.stage import run_stage
 from egoeval.video import encode_jpeg, frame_strip, read_sampled_frames

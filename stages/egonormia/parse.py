@@ -24,41 +24,28 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 from tqdm import tqdm
 
 from egoeval.egonormia.answers import ParseFailure, parse_multi, parse_single
-from egoeval.egonormia.inputs import ITEMS, read_table
-from egoeval.egonormia.prompts import SETTINGS, SUBTASKS
+from egoeval.egonormia.artifacts import (
+    EVAL_JSON,
+    ITEMS,
+    PREDICTION_COLUMNS,
+    PREDICTION_SCHEMA,
+    PREDICTIONS,
+    RESPONSES,
+    SETTINGS,
+    SUBTASKS,
+    read_table,
+    require_columns,
+)
 from egoeval.egonormia.scoring import CALL_FAILED, PARSE_FAILED
 from egoeval.io import InputError, write_json, write_parquet
 from egoeval.stage import run_stage
 
-RESPONSES = Path("data/egonormia/responses.parquet")
-PREDICTIONS = Path("data/egonormia/predictions.parquet")
-EVAL_JSON = Path("data/egonormia/predictions_eval.json")
 ITEM_COLUMNS = ("id", "behaviors", "justifications", "correct_idx", "sensible_idx")
-RESPONSE_COLUMNS = ("id", "setting", "model", "subtask", "permutation", "response", "error")
-PREDICTION_SCHEMA = pa.schema(
-    [
-        ("id", pa.string()),
-        ("setting", pa.string()),
-        ("model", pa.string()),
-        ("action", pa.int64()),
-        ("justification", pa.int64()),
-        ("sensible", pa.list_(pa.int64())),
-        *((f"{subtask}_error", pa.string()) for subtask in SUBTASKS),
-    ]
-)
-PREDICTION_COLUMNS = tuple(PREDICTION_SCHEMA.names)
+PARSED_COLUMNS = ("id", "setting", "model", "subtask", "permutation", "response", "error")
 NO_RESPONSE = CALL_FAILED + "no response recorded"
-
-
-def require_columns(frame: pd.DataFrame, columns: tuple[str, ...], path: Path) -> None:
-    """Raise InputError naming ``path`` when a column is missing."""
-    missing = [column for column in columns if column not in frame.columns]
-    if missing:
-        raise InputError(path, f"missing column(s) {', '.join(missing)}")
 
 
 def parse_responses(
@@ -66,7 +53,7 @@ def parse_responses(
 ) -> pd.DataFrame:
     """The predictions table (see the module docstring) from the items and the raw responses."""
     require_columns(items, ITEM_COLUMNS, items_path)
-    require_columns(responses, RESPONSE_COLUMNS, responses_path)
+    require_columns(responses, PARSED_COLUMNS, responses_path)
     if items["id"].duplicated().any():
         raise InputError(items_path, f"duplicate id {items['id'][items['id'].duplicated()].iloc[0]!r}")
     options = {

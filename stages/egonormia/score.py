@@ -16,16 +16,22 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from egoeval.egonormia.inputs import ITEMS, read_table
-from egoeval.egonormia.prompts import SETTINGS, SUBTASKS
+from egoeval.egonormia.artifacts import (
+    CATEGORIES_FILE,
+    ITEMS,
+    METRICS_FILE,
+    PREDICTION_COLUMNS,
+    PREDICTIONS,
+    SETTINGS,
+    SUBTASKS,
+    read_table,
+    require_columns,
+)
 from egoeval.egonormia.scoring import Outcomes, category_accuracy, outcomes, summarize
 from egoeval.io import InputError, atomic_write_text, write_json
 from egoeval.settings import load_settings
 from egoeval.stage import run_stage
-from stages.egonormia.parse import PREDICTION_COLUMNS, PREDICTIONS, require_columns
 
-METRICS_FILE = Path("metrics/egonormia.json")
-CATEGORIES_FILE = Path("plots/egonormia/categories.csv")
 ITEM_COLUMNS = ("id", "correct_idx", "sensible_idx", "taxonomy", "verified")
 CATEGORY_COLUMNS = ["setting", "model", "category", "n", "accuracy"]
 

@@ -1,17 +1,50 @@
-"""Reading the tables the model stages consume (items, frames index, descriptions), checked with InputError."""
+"""The EgoNormia artifact contract: where every stage output lives, its table schema, and one checked reader.
+
+Stages import these names instead of each other; a reader raises InputError naming the file (and row).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 
 from egoeval.io import InputError
+
+SETTINGS = ("blind", "pipeline", "video")  # what the model sees: options only, a scene description, frames
+SUBTASKS = ("action", "justification", "sensible")
 
 FETCHED = Path("data/egonormia/fetched")  # the fetch stage's folder: items.parquet and videos/
 ITEMS = FETCHED / "items.parquet"
 FRAMES = Path("data/egonormia/frames")  # the frames stage's folder: <id>.jpg and index.parquet
 DESCRIPTIONS = Path("data/egonormia/descriptions.parquet")
+RESPONSES = Path("data/egonormia/responses.parquet")
+PREDICTIONS = Path("data/egonormia/predictions.parquet")
+EVAL_JSON = Path("data/egonormia/predictions_eval.json")
+METRICS_FILE = Path("metrics/egonormia.json")
+CATEGORIES_FILE = Path("plots/egonormia/categories.csv")
+
+RESPONSE_COLUMNS = ("id", "setting", "model", "backend", "subtask", "permutation", "response", "error", "request_key")
+PREDICTION_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("setting", pa.string()),
+        ("model", pa.string()),
+        ("action", pa.int64()),
+        ("justification", pa.int64()),
+        ("sensible", pa.list_(pa.int64())),
+        *((f"{subtask}_error", pa.string()) for subtask in SUBTASKS),
+    ]
+)
+PREDICTION_COLUMNS = tuple(PREDICTION_SCHEMA.names)
+
+
+def require_columns(frame: pd.DataFrame, columns: tuple[str, ...], path: Path) -> None:
+    """Raise InputError naming ``path`` when a column is missing."""
+    missing = [column for column in columns if column not in frame.columns]
+    if missing:
+        raise InputError(path, f"missing column(s) {', '.join(missing)}")
 
 
 def read_table(path: Path, columns: list[str]) -> pd.DataFrame:

@@ -1,0 +1,167 @@
+"""EgoHumans detections: the boxes the trackers start from, for each detection mode.
+
+``gt``: the ground-truth boxes (ignored ones left out) with score 1, which isolates association. ``file``: the
+detections that came with the data. ``yolo``: an ultralytics YOLO model over the frames, person class only, in
+batches, from a local weights file (never a download) or the untrained architecture (``arch-only``). Used by the
+egohumans_detect stage and by its sharded form (flows/shard.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+import pandas as pd
+from tqdm import tqdm
+
+from egoeval.egohumans.formats import (
+    DETECTION_COLUMNS,
+    DETECTION_MODES,
+    empty_detections,
+    read_detections_parquet,
+    sort_detections,
+)
+from egoeval.io import PARAMS_FILE, InputError, write_parquet
+from egoeval.mot import read_mot
+
+FETCHED = Path("data/egohumans/fetched")
+OUT_DIR = Path("data/egohumans/detections")
+ARCH_ONLY = "arch-only"
+PERSON = 0  # COCO class id of "person"
+
+
+def _sequences(fetched: Path) -> dict[str, Any]:
+    path = fetched / "sequences.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as err:
+        raise InputError(path, f"not readable (run the egohumans_fetch stage first): {err}") from None
+
+
+def gt_detections(fetched: Path) -> pd.DataFrame:
+    """Ground-truth boxes as detections with score 1 (read_mot drops the boxes marked ignore, conf 0)."""
+    parts = []
+    for seq in _sequences(fetched)["sequences"]:
+        gt = read_mot(fetched / "gt" / f"{seq['name']}.txt", kind="gt")
+        parts.append(
+            pd.DataFrame(
+                {
+                    "sequence": pd.array([seq["name"]] * len(gt), dtype="str"),
+                    "frame": gt["frame"].to_numpy(np.int64),
+                    **{c: gt[c].to_numpy(np.float64) for c in ("x", "y", "w", "h")},
+                    "score": np.ones(len(gt)),
+                }
+            )
+        )
+    return sort_detections(pd.concat([empty_detections(), *parts], ignore_index=True))
+
+
+def file_detections(fetched: Path) -> pd.DataFrame:
+    """The public detections that came with the data."""
+    if _sequences(fetched).get("detections") is None:
+        raise InputError(fetched / "sequences.json", "the fetched data has no public detections for --mode file")
+    return read_detections_parquet(fetched / "detections_file.parquet")
+
+
+def load_yolo(params: dict[str, Any], arch_only: bool = False) -> Any:
+    """The YOLO model from a local weights file, or the untrained architecture; never a download."""
+    os.environ.setdefault("YOLO_OFFLINE", "1")
+    weights = params.get("yolo_weights")
+    if arch_only or weights == ARCH_ONLY:
+        model_yaml = str(params.get("yolo_model") or "")
+        if not model_yaml.endswith((".yaml", ".yml")):
+            raise InputError(
+                PARAMS_FILE, f"egohumans.detect.yolo_model must be an architecture .yaml, got {model_yaml!r}"
+            )
+        import torch
+        from ultralytics import YOLO
+
+        torch.manual_seed(0)
+        return YOLO(model_yaml)
+    if not weights:
+        raise InputError(
+            PARAMS_FILE,
+            "egohumans.detect.yolo_weights is not set: give the path of a local YOLO weights file (.pt; nothing is "
+            f"downloaded), or '{ARCH_ONLY}' (or --arch-only) for the untrained architecture",
+        )
+    if not Path(weights).is_file():
+        raise InputError(weights, "egohumans.detect.yolo_weights names no such file (weights are never downloaded)")
+    from ultralytics import YOLO
+
+    return YOLO(str(weights))
+
+
+def read_images(fetched: Path) -> pd.DataFrame:
+    """The frames listed by fetch (sequence, frame, path), in the stage's order: by sequence, then frame."""
+    images = pd.read_parquet(fetched / "images.parquet", columns=["sequence", "frame", "path"])
+    return images.sort_values(["sequence", "frame"]).reset_index(drop=True)
+
+
+def detect_images(model: Any, images: pd.DataFrame, params: dict[str, Any]) -> pd.DataFrame:
+    """Run ``model`` over the given frames (sequence, frame, path), in their order and in batches of ``yolo_batch``.
+
+    Person boxes only, as a sorted detections table. A frame's boxes depend on the batch it is predicted in, so
+    callers that split the work (flows/shard.py) pass whole batches of the stage's order.
+    """
+    batch = int(params["yolo_batch"])
+    parts = []
+    with tqdm(total=len(images), desc="yolo", unit="frame") as progress:
+        for start in range(0, len(images), batch):
+            chunk = images.iloc[start : start + batch]
+            frames = []
+            for path in chunk["path"]:
+                frame = cv2.imread(path, cv2.IMREAD_COLOR)
+                if frame is None:
+                    raise InputError(path, "cannot read this frame image")
+                frames.append(frame)
+            results = model.predict(
+                frames,
+                imgsz=int(params["yolo_imgsz"]),
+                conf=float(params["yolo_conf"]),
+                classes=[PERSON],
+                verbose=False,
+            )
+            for (sequence, frame), result in zip(
+                chunk[["sequence", "frame"]].itertuples(index=False), results, strict=True
+            ):
+                boxes = result.boxes
+                keep = boxes.cls.cpu().numpy() == PERSON
+                xyxy = boxes.xyxy.cpu().numpy().astype(np.float64)[keep]
+                parts.append(
+                    pd.DataFrame(
+                        {
+                            "sequence": pd.array([sequence] * len(xyxy), dtype="str"),
+                            "frame": np.full(len(xyxy), frame, dtype=np.int64),
+                            "x": xyxy[:, 0],
+                            "y": xyxy[:, 1],
+                            "w": xyxy[:, 2] - xyxy[:, 0],
+                            "h": xyxy[:, 3] - xyxy[:, 1],
+                            "score": boxes.conf.cpu().numpy().astype(np.float64)[keep],
+                        }
+                    )
+                )
+            progress.update(len(chunk))
+    return sort_detections(pd.concat([empty_detections(), *parts], ignore_index=True))
+
+
+def yolo_detections(fetched: Path, params: dict[str, Any], arch_only: bool = False) -> pd.DataFrame:
+    """Run YOLO over every frame listed by fetch (``detect_images`` with the model of params)."""
+    return detect_images(load_yolo(params, arch_only), read_images(fetched), params)
+
+
+def detect(mode: str, fetched: Path, out_path: Path, params: dict[str, Any], arch_only: bool = False) -> pd.DataFrame:
+    """Build the detections of ``mode`` and write them to ``out_path``."""
+    if mode == "gt":
+        table = gt_detections(fetched)
+    elif mode == "file":
+        table = file_detections(fetched)
+    elif mode == "yolo":
+        table = yolo_detections(fetched, params, arch_only)
+    else:
+        raise InputError(PARAMS_FILE, f"detection mode must be one of {DETECTION_MODES}, got {mode!r}")
+    write_parquet(out_path, table[DETECTION_COLUMNS])
+    return table

@@ -1,0 +1,208 @@
+"""EgoNormia inference: every model (the one under evaluation and the baselines) asked every question.
+
+For each clip x setting x model: the action question then, in the same conversation, the justification
+question; and the sensible question in a conversation of its own. Conversations run concurrently (a thread
+pool per model, paced by its adaptive limiter); every call goes through the durable response cache. Used by the
+egonormia_infer stage and by its sharded form (flows/shard.py).
+"""
+
+from __future__ import annotations
+
+import sys
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from tqdm import tqdm
+
+from egoeval.backends import Decoding
+from egoeval.backends.client import Completion, ModelClient
+from egoeval.cache import ResponseCache, cache_file, cache_only
+from egoeval.egonormia.artifacts import (
+    DESCRIPTIONS,
+    FRAMES,
+    ITEMS,
+    RESPONSE_COLUMNS,
+    FrameStore,
+    Unavailable,
+    read_items,
+    read_table,
+)
+from egoeval.egonormia.prompts import (
+    SETTINGS,
+    Scene,
+    action_request,
+    displayed_options,
+    justification_request,
+    permutation,
+    sensible_request,
+)
+from egoeval.io import PARAMS_FILE, InputError, load_params
+from egoeval.stage import TransientFailure
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """One unit of work: the action+justification conversation or the sensible one, for a clip/setting/model."""
+
+    clip_id: str
+    behaviors: tuple[str, ...]
+    justifications: tuple[str, ...]
+    setting: str
+    chain: str  # "action" (then justification) | "sensible"
+
+
+class Runner:
+    """Builds and sends one model's conversations; turns each answer (or failure) into output rows."""
+
+    def __init__(
+        self,
+        spec: dict[str, Any],
+        client: ModelClient,
+        frames: FrameStore,
+        descriptions: dict[str, tuple[str, str]],
+        seed: int,
+    ) -> None:
+        self.spec = spec
+        self.client = client
+        self.frames = frames
+        self.descriptions = descriptions
+        self.seed = seed
+        self.decoding = Decoding.from_spec(spec)
+
+    def _row(self, clip_id: str, setting: str, subtask: str, perm: list[int], done: Completion) -> dict[str, Any]:
+        return {
+            "id": clip_id,
+            "setting": setting,
+            "model": str(self.spec["name"]),
+            "backend": str(self.spec["backend"]),
+            "subtask": subtask,
+            "permutation": perm,
+            "response": done.response,
+            "error": done.error,
+            "request_key": done.key,
+        }
+
+    def _scene(self, clip_id: str, setting: str) -> Scene:
+        if setting == "pipeline":
+            description, error = self.descriptions.get(clip_id, ("", "the clip is not in descriptions.parquet"))
+            if error or not description.strip():
+                raise Unavailable(f"description unavailable: {error or 'empty description'}")
+            return Scene(setting, description=description)
+        if setting == "video":
+            return Scene(setting, frames_jpeg=self.frames.jpeg(clip_id))
+        return Scene(setting)
+
+    def run(self, work: Conversation) -> list[dict[str, Any]]:
+        subtasks = ["action", "justification"] if work.chain == "action" else ["sensible"]
+        perms = {s: permutation(self.seed, work.clip_id, s) for s in subtasks}
+        try:
+            scene = self._scene(work.clip_id, work.setting)
+        except Unavailable as error:
+            failed = Completion(None, str(error), "")
+            return [self._row(work.clip_id, work.setting, s, perms[s], failed) for s in subtasks]
+        if work.chain == "sensible":
+            request = sensible_request(scene, displayed_options(work.behaviors, perms["sensible"]), self.decoding)
+            return [self._row(work.clip_id, work.setting, "sensible", perms["sensible"], self.client.complete(request))]
+        request = action_request(scene, displayed_options(work.behaviors, perms["action"]), self.decoding)
+        action = self.client.complete(request)
+        if action.response is None:
+            second = Completion(None, f"action failed: {action.error}", "")
+        else:
+            options = displayed_options(work.justifications, perms["justification"])
+            second = self.client.complete(justification_request(request, action.response, options, self.decoding))
+        return [
+            self._row(work.clip_id, work.setting, "action", perms["action"], action),
+            self._row(work.clip_id, work.setting, "justification", perms["justification"], second),
+        ]
+
+
+def run_inference(
+    items: pd.DataFrame,
+    frames_index: pd.DataFrame,
+    frames_dir: Path,
+    descriptions: pd.DataFrame,
+    model_specs: list[dict[str, Any]],
+    infer_params: dict[str, Any],
+) -> pd.DataFrame:
+    """Every answer of every model, one row per (id, setting, model, subtask), failures recorded in ``error``."""
+    settings = list(infer_params["settings"])
+    unknown = sorted(set(settings) - set(SETTINGS))
+    if unknown:
+        raise InputError(PARAMS_FILE, f"unknown settings {unknown}; known: {', '.join(SETTINGS)}")
+    names = [str(spec.get("name")) for spec in model_specs]
+    if len(set(names)) != len(names):
+        raise InputError(PARAMS_FILE, f"model names must be unique, got {names}")
+    frames = FrameStore(frames_index, frames_dir)
+    texts = {row.id: (row.description or "", row.error) for row in descriptions.itertuples(index=False)}
+    seed = int(infer_params["seed"])
+
+    rows: list[dict[str, Any]] = []
+    with ExitStack() as stack:
+        cache = ResponseCache(cache_file(infer_params["cache_dir"]))
+        stack.callback(cache.close)
+        futures = []
+        runners = []
+        for spec in model_specs:
+            client = ModelClient.from_spec(spec, cache, cache_only=cache_only())
+            stack.callback(client.close)
+            runner = Runner(spec, client, frames, texts, seed)
+            runners.append(runner)
+            usable = [s for s in settings if s != "video" or client.backend.supports_images]
+            for skipped in sorted(set(settings) - set(usable)):
+                print(
+                    f"infer: {spec['name']} ({spec['backend']}) skips the {skipped} setting (no image input)",
+                    file=sys.stderr,
+                )
+            # twice as many threads as call slots: while one thread builds its next request or writes the
+            # cache, another already holds the freed slot; the limiter alone bounds the calls in flight
+            workers = 2 * client.backend.concurrency
+            pool = stack.enter_context(ThreadPoolExecutor(workers, f"infer-{spec['name']}"))
+            stack.callback(pool.shutdown, cancel_futures=True)
+            for chain in ("action", "sensible"):  # two-call conversations first: a shorter tail at the end
+                for item in items.itertuples(index=False):
+                    for setting in usable:
+                        work = Conversation(item.id, tuple(item.behaviors), tuple(item.justifications), setting, chain)
+                        futures.append(pool.submit(runner.run, work))
+        with tqdm(total=len(futures), desc="infer", unit="conversation", file=sys.stderr) as bar:
+            for future in as_completed(futures):
+                rows.extend(future.result())
+                bar.update()
+        for runner in runners:
+            client = runner.client
+            print(
+                f"infer: {runner.spec['name']}: {client.calls} calls, {client.hits} cache hits, "
+                f"limit {client.limiter.limit}/{client.limiter.max_limit}",
+                file=sys.stderr,
+            )
+    table = pd.DataFrame(rows, columns=list(RESPONSE_COLUMNS))
+    return table.sort_values(["id", "setting", "model", "subtask"], ignore_index=True)
+
+
+def check_failures(responses: pd.DataFrame, max_failure_rate: float) -> None:
+    """Raise TransientFailure naming the failed answers when their share exceeds ``max_failure_rate``."""
+    failed = responses[responses["error"] != ""]
+    rate = len(failed) / len(responses) if len(responses) else 0.0
+    if rate > max_failure_rate:
+        named = [f"{r.id}/{r.setting}/{r.model}/{r.subtask}: {r.error}" for r in failed.head(20).itertuples()]
+        more = f"; and {len(failed) - len(named)} more" if len(failed) > len(named) else ""
+        raise TransientFailure(
+            f"{len(failed)} of {len(responses)} answers failed ({rate:.1%} > {max_failure_rate:.1%}); "
+            f"nothing written, cached successes make a rerun cheap: {'; '.join(named)}{more}"
+        )
+
+
+def inference_inputs(root: Path = Path(".")) -> tuple[Any, ...]:
+    """``run_inference``'s arguments as the infer stage reads them under ``root``."""
+    params = load_params("egonormia", path=root / PARAMS_FILE)
+    return (
+        read_items(root / ITEMS),
+        read_table(root / FRAMES / "index.parquet", ["id", "image", "error"]),
+        root / FRAMES,
+        read_table(root / DESCRIPTIONS, ["id", "description", "error"]),
+        [params["model"], *(params.get("baselines") or [])],
+        {**params["infer"], "cache_dir": str(root / params["infer"]["cache_dir"])},
+    )

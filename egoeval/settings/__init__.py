@@ -3,7 +3,7 @@
 Every key must be present in params.yaml (DVC tracks params.yaml, so no value hides in code), unknown keys are
 errors with the closest known key suggested, and every error names the dotted key, the value and what is allowed.
 The benchmark sections have a module each (``egoeval/settings/egonormia.py``, ``egoeval/settings/egohumans.py``);
-this module holds the machinery, the ``flows`` section and the root.
+``egoeval/settings/report.py`` the HTML report's; this module holds the machinery, the ``flows`` section and the root.
 
 With ``EGOEVAL_PARAMS_TRACE`` set to a file, every params key a process reads is appended there at exit (one JSON
 line per process, with DVC's ``DVC_STAGE``), so a test can check that dvc.yaml declares what each stage reads.
@@ -123,11 +123,13 @@ class FlowsSettings(Section):
 def _root_model() -> type[BaseModel]:
     from egoeval.settings.egohumans import EgoHumansSettings
     from egoeval.settings.egonormia import EgoNormiaSettings
+    from egoeval.settings.report import ReportSettings
 
     class Params(Section):
         egonormia: EgoNormiaSettings
         egohumans: EgoHumansSettings
         flows: FlowsSettings
+        report: ReportSettings
 
     return Params
 
@@ -186,7 +188,7 @@ def validate_params(raw: Any, source: str | os.PathLike[str] = PARAMS_FILE) -> B
     """Validate a params mapping; raise ParamsError listing every problem (dotted key, value, what is allowed)."""
     root = _root_model()
     if not isinstance(raw, dict):
-        raise ParamsError(source, "must be a mapping with sections egonormia, egohumans, flows")
+        raise ParamsError(source, "must be a mapping with sections egonormia, egohumans, flows, report")
     try:
         params = root.model_validate(raw)
     except ValidationError as error:

@@ -1,0 +1,118 @@
+"""Static SVG charts for the HTML report, drawn with matplotlib's SVG backend (no JavaScript, no CDN).
+
+Each function returns one ``<svg>`` element ready to inline in a page: text drawn as paths (no font needed where it
+is viewed), byte-identical for identical input (fixed hash salt, no date), and its element ids prefixed so several
+charts can share a page.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+from collections.abc import Sequence
+
+import matplotlib
+import pandas as pd
+from matplotlib.figure import Figure
+
+RC = {"svg.hashsalt": "egoeval", "svg.fonttype": "path", "font.size": 9, "axes.spines.top": False}
+PALETTE = ("#4269d0", "#efb118", "#ff725c", "#6cc5b0", "#3ca951", "#ff8ab7", "#a463f2", "#97bbf5", "#9c6b4e")
+METRIC_MARKERS = {"action": "o", "justification": "s", "both": "D", "sensible_iou": "^"}
+
+
+def to_svg(figure: Figure, prefix: str) -> str:
+    """The figure as an inline ``<svg>`` whose ids (and the references to them) start with ``prefix``."""
+    buffer = io.StringIO()
+    with matplotlib.rc_context(RC):
+        figure.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight")
+    text = buffer.getvalue()
+    text = text[text.index("<svg") :]  # drop the XML declaration and doctype: not allowed inside HTML
+    text = re.sub(r'\bid="([^"]+)"', rf'id="{prefix}-\1"', text)
+    text = re.sub(r'(href="#|url\(#)([^")]+)', rf"\1{prefix}-\2", text)
+    return text.replace("<svg ", f'<svg class="chart" role="img" aria-label="{prefix}" ', 1)
+
+
+def _figure(width: float, height: float) -> Figure:
+    with matplotlib.rc_context(RC):
+        return Figure(figsize=(width, height), layout="constrained")
+
+
+def interval_chart(
+    rows: pd.DataFrame, settings: Sequence[str], metrics: Sequence[str], published: pd.DataFrame, prefix: str
+) -> str:
+    """EgoNormia leaderboard: per setting, each model's metrics (%) with 95% intervals; published figures as stars.
+
+    ``rows``: setting, model, metric, value, low, high. ``published``: setting, model, metric, value.
+    """
+    models = sorted(set(rows["model"]) | set(published["model"]))
+    with matplotlib.rc_context(RC):
+        figure = _figure(3.2 * max(1, len(settings)), 0.9 + 0.45 * max(1, len(models)) * 1.3)
+        axes = figure.subplots(1, max(1, len(settings)), sharey=True, squeeze=False)[0]
+        offsets = {m: (i - (len(metrics) - 1) / 2) * 0.18 for i, m in enumerate(metrics)}
+        for ax, setting in zip(axes, settings, strict=False):
+            for j, metric in enumerate(metrics):
+                part = rows[(rows["setting"] == setting) & (rows["metric"] == metric)]
+                y = [models.index(m) + offsets[metric] for m in part["model"]]
+                ax.errorbar(
+                    part["value"],
+                    y,
+                    xerr=[part["value"] - part["low"], part["high"] - part["value"]],
+                    fmt=METRIC_MARKERS.get(metric, "o"),
+                    color=PALETTE[j % len(PALETTE)],
+                    capsize=2,
+                    markersize=4,
+                    label=metric,
+                )
+                known = published[(published["setting"] == setting) & (published["metric"] == metric)]
+                if len(known):
+                    ax.scatter(
+                        known["value"],
+                        [models.index(m) + offsets[metric] for m in known["model"]],
+                        marker="*",
+                        s=60,
+                        color=PALETTE[j % len(PALETTE)],
+                        edgecolors="black",
+                        linewidths=0.5,
+                        label=f"{metric} (published)",
+                    )
+            ax.set_title(setting)
+            ax.set_xlim(0, 100)
+            ax.set_xlabel("% (95% interval)")
+            ax.grid(axis="x", alpha=0.3)
+        axes[0].set_yticks(range(len(models)), models)
+        axes[0].invert_yaxis()
+        handles, labels = axes[0].get_legend_handles_labels()
+        unique = dict(zip(labels, handles, strict=True))
+        figure.legend(unique.values(), unique.keys(), loc="outside lower center", ncols=min(4, len(unique)))
+    return to_svg(figure, prefix)
+
+
+def grouped_bars(
+    table: pd.DataFrame, panel: str, category: str, group: str, value: str, xlabel: str, prefix: str
+) -> str:
+    """Horizontal grouped bars, one panel per value of ``panel``: ``category`` on the y axis, a bar per ``group``."""
+    panels = list(dict.fromkeys(table[panel]))
+    categories = sorted(set(table[category]), key=lambda c: (c == "COMBINED", c))
+    groups = sorted(set(table[group]))
+    height = max(1.0, len(categories) * (0.18 * len(groups) + 0.15))
+    with matplotlib.rc_context(RC):
+        figure = _figure(3.4 * max(1, len(panels)), 1.2 + height)
+        axes = figure.subplots(1, max(1, len(panels)), sharey=True, squeeze=False)[0]
+        width = 0.8 / max(1, len(groups))
+        for ax, name in zip(axes, panels, strict=False):
+            part = table[table[panel] == name]
+            for j, member in enumerate(groups):
+                bars = part[part[group] == member]
+                y = [categories.index(c) - 0.4 + width * (j + 0.5) for c in bars[category]]
+                ax.barh(y, bars[value], height=width, color=PALETTE[j % len(PALETTE)], label=member)
+            ax.set_title(str(name))
+            top = max(100.0, math.ceil(float(table[value].max() if len(table) else 0) / 10) * 10)
+            ax.set_xlim(min(0.0, float(table[value].min() if len(table) else 0)), top)
+            ax.set_xlabel(xlabel)
+            ax.grid(axis="x", alpha=0.3)
+        axes[0].set_yticks(range(len(categories)), categories)
+        axes[0].invert_yaxis()
+        handles, labels = axes[0].get_legend_handles_labels()
+        figure.legend(handles, labels, loc="outside lower center", ncols=min(4, max(1, len(labels))))
+    return to_svg(figure, prefix)

@@ -16,7 +16,13 @@ import matplotlib
 import pandas as pd
 from matplotlib.figure import Figure
 
-RC = {"svg.hashsalt": "egoeval", "svg.fonttype": "path", "font.size": 9, "axes.spines.top": False}
+RC = {
+    "svg.hashsalt": "egoeval",
+    "svg.fonttype": "path",
+    "font.size": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+}
 PALETTE = ("#4269d0", "#efb118", "#ff725c", "#6cc5b0", "#3ca951", "#ff8ab7", "#a463f2", "#97bbf5", "#9c6b4e")
 METRIC_MARKERS = {"action": "o", "justification": "s", "both": "D", "sensible_iou": "^"}
 

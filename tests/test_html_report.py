@@ -1,0 +1,153 @@
+"""``egoeval report``: the disagreement search against brute force, the SVG charts, and the page on a reproduced
+workspace (self-contained, byte-identical on a rerun, clear errors for missing inputs)."""
+
+from __future__ import annotations
+
+import itertools
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import tool_env
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from egoeval.charts import grouped_bars
+from egoeval.egohumans.disagreement import (
+    MISSED,
+    OK,
+    SWITCHED,
+    frame_disagreement,
+    match_frame,
+    most_disputed,
+    person_states,
+)
+
+PAGE = Path("reports/index.html")
+
+
+def boxes(rows: list[tuple[int, int, float, float, float, float]]) -> pd.DataFrame:
+    """MOT rows (frame, id, x, y, w, h) with conf 1."""
+    frame = pd.DataFrame(rows, columns=["frame", "id", "x", "y", "w", "h"])
+    frame["conf"] = 1.0
+    return frame.astype({"frame": np.int64, "id": np.int64})
+
+
+def iou(a: pd.Series, b: pd.Series) -> float:
+    width = max(0.0, min(a.x + a.w, b.x + b.w) - max(a.x, b.x))
+    height = max(0.0, min(a.y + a.h, b.y + b.h) - max(a.y, b.y))
+    inter = width * height
+    union = a.w * a.h + b.w * b.h - inter
+    return inter / union if union > 0 else 0.0
+
+
+def best_total(gt: pd.DataFrame, pred: pd.DataFrame, threshold: float) -> float:
+    """Brute force: the largest total IoU of a one-to-one matching using only pairs at or above the threshold."""
+    best = 0.0
+    slots = list(range(len(pred))) + [None] * len(gt)
+    for choice in set(itertools.permutations(slots, len(gt))):
+        total = 0.0
+        for g, p in enumerate(choice):
+            if p is not None:
+                value = iou(gt.iloc[g], pred.iloc[p])
+                total += value if value >= threshold else -1e9
+        best = max(best, total)
+    return best
+
+
+BOX = st.tuples(st.integers(0, 6), st.integers(0, 6), st.integers(1, 5), st.integers(1, 5))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(BOX, max_size=4), st.lists(BOX, max_size=4), st.sampled_from([0.1, 0.3, 0.5]))
+def test_frame_matching_is_the_best_one_to_one_assignment(gt_boxes, pred_boxes, threshold) -> None:
+    gt = boxes([(1, i + 1, *b) for i, b in enumerate(gt_boxes)])
+    pred = boxes([(1, 100 + i, *b) for i, b in enumerate(pred_boxes)])
+    matches = match_frame(gt, pred, threshold)
+    assert len(set(matches.values())) == len(matches)  # one to one
+    by_id = {int(r.id): r for _, r in pd.concat([gt, pred]).iterrows()}
+    assert all(iou(by_id[g], by_id[p]) >= threshold - 1e-12 for g, p in matches.items())
+    total = sum(iou(by_id[g], by_id[p]) for g, p in matches.items())
+    assert total == pytest.approx(best_total(gt, pred, threshold), abs=1e-9)
+
+
+def test_states_name_the_switch_and_the_miss() -> None:
+    gt = boxes([(f, 1, 10, 10, 20, 40) for f in range(1, 6)])
+    pred = boxes([(1, 10, 10, 10, 20, 40), (2, 10, 11, 10, 20, 40), (3, 11, 10, 10, 20, 40), (5, 11, 10, 10, 20, 40)])
+    states = person_states(gt, pred, 0.5)
+    assert states["state"].tolist() == [OK, OK, SWITCHED, MISSED, OK]
+    assert states["track_id"].tolist() == [10, 10, 11, -1, 11]
+
+
+def test_disagreement_counts_people_whose_fate_differs_and_picks_spread_frames() -> None:
+    gt = boxes([(f, p, 30 * p, 10, 20, 40) for f in range(1, 41) for p in (1, 2)])
+    perfect = gt.assign(id=gt["id"] + 100)
+    broken = perfect[~perfect["frame"].isin([5, 6, 30])]  # both people missed in frames 5, 6 and 30
+    table = frame_disagreement(gt, {"perfect": perfect, "broken": broken}, 0.5).set_index("frame")
+    assert table.loc[5, "people"] == 2 and table.loc[4, "people"] == 0
+    assert table.loc[30, "missed:broken"] == 2 and table.loc[30, "missed:perfect"] == 0
+    # frame 7 is where "broken" picks its people up again with the same ids: not a switch
+    assert table["switched:broken"].sum() == 0
+    picked = most_disputed({"s": (gt, {"perfect": perfect, "broken": broken})}, 0.5, count=5, gap=10)
+    assert [(p.sequence, p.frame) for p in picked] == [("s", 5), ("s", 30)]  # frame 6 is within the gap of 5
+    assert most_disputed({"s": (gt, {"a": perfect, "b": perfect})}, 0.5, count=3, gap=1) == []
+
+
+def test_charts_are_inline_svg_with_prefixed_ids_and_identical_on_rerun() -> None:
+    table = pd.DataFrame(
+        [("blind", "Safety", "m1", 50.0), ("blind", "Safety", "m2", 25.0), ("video", "Privacy", "m1", 100.0)],
+        columns=["setting", "category", "model", "accuracy"],
+    )
+    svg = grouped_bars(table, "setting", "category", "model", "accuracy", "%", "chart-a")
+    assert svg.startswith("<svg ") and svg.rstrip().endswith("</svg>")
+    ids = re.findall(r'\bid="([^"]+)"', svg)
+    assert ids and all(i.startswith("chart-a-") for i in ids)
+    assert all(ref.startswith("chart-a-") for ref in re.findall(r'(?:href="#|url\(#)([^")]+)', svg))
+    assert "<text" not in svg  # text drawn as paths: no font needed to view it
+    assert svg == grouped_bars(table, "setting", "category", "model", "accuracy", "%", "chart-a")
+
+
+def report(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "egoeval.cli", "report", *args]
+    return subprocess.run(command, cwd=root, env=tool_env(), capture_output=True, text=True, check=False)
+
+
+@pytest.mark.slow
+def test_the_stage_writes_a_self_contained_page_that_a_rerun_reproduces(reproduced: Path, tmp_path: Path) -> None:
+    page = (reproduced / PAGE).read_text(encoding="utf-8")
+    for section in (
+        "egonormia-leaderboard",
+        "egonormia-categories",
+        "egonormia-clips",
+        "egohumans-runs",
+        "egohumans-frames",
+    ):
+        assert f'<section id="{section}">' in page
+    # nothing is fetched from elsewhere: every image is a data: URI, no stylesheet or script is linked
+    sources = re.findall(r'(?:src|href)="([^"#][^"]*)"', page)
+    assert sources and all(s.startswith("data:image/") for s in sources), {s[:40] for s in sources}
+    assert "<link" not in page and "@import" not in page and "url(http" not in page
+    assert page.count('<article class="clip"') == 16 and page.count('<img class="frames"') == 16
+    assert page.count('<div class="disagreement">') == 4
+    # the leaderboard shows every (setting, model) with its interval, and the categories chart is there
+    assert page.count('<table class="leaderboard">') == 3 and "[95% CI]" in page
+    assert re.search(r'<figure class="category-chart"><svg ', page)
+    again = report(reproduced, "--out", str(tmp_path / "again.html"))
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "again.html").read_text(encoding="utf-8") == page
+
+
+@pytest.mark.slow
+@pytest.mark.bad_input
+def test_a_missing_input_is_named(reproduced: Path, tmp_path: Path) -> None:
+    root = Path(shutil.copytree(reproduced, tmp_path / "repo", symlinks=True))
+    (root / "data/egonormia/predictions.parquet").unlink()
+    result = report(root, "--out", str(tmp_path / "page.html"))
+    assert result.returncode == 2
+    assert "data/egonormia/predictions.parquet: file not found (run the stages before this one)" in result.stderr
+    assert not (tmp_path / "page.html").exists()

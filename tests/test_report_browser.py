@@ -1,0 +1,85 @@
+"""The report page in headless Chromium: leaderboard, category chart, clips with their frames image and the
+tracking frames render, the clip filter works, and the console holds no error.
+
+``EGOEVAL_REPORT_SCREENSHOT=docs/report.png`` also writes the screenshot there (the README shows it).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from browser import console_errors, open_browser
+from PIL import Image
+
+PAGE = Path("reports/index.html")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    opened = open_browser()
+    try:
+        yield opened
+    finally:
+        opened.quit()
+
+
+def load(browser: Any, path: Path) -> None:
+    browser.get(path.resolve().as_uri())
+    assert browser.execute_script("return document.readyState") == "complete"
+
+
+@pytest.mark.slow
+def test_the_console_check_catches_script_errors_and_network_use(browser: Any, tmp_path: Path) -> None:
+    page = tmp_path / "broken.html"
+    page.write_text('<html><body><img src="http://cdn.example.com/a.png"><script>notDefined();</script></body></html>')
+    console_errors(browser)  # start from an empty log
+    load(browser, page)
+    errors = " ".join(console_errors(browser))
+    assert "notDefined is not defined" in errors
+    assert "cdn.example.com/a.png" in errors
+
+
+@pytest.mark.slow
+def test_the_report_renders_in_headless_chromium(reproduced: Path, browser: Any, tmp_path: Path) -> None:
+    console_errors(browser)
+    load(browser, reproduced / PAGE)
+    screenshot = browser.get_screenshot_as_png()
+    pixels = np.asarray(Image.open(io.BytesIO(screenshot)).convert("L"), dtype=np.float64)
+    assert pixels.shape[1] == 1400 and pixels.std() > 20, "the screenshot is blank"
+    (tmp_path / "report.png").write_bytes(screenshot)
+    if os.environ.get("EGOEVAL_REPORT_SCREENSHOT"):
+        shutil.copyfile(tmp_path / "report.png", os.environ["EGOEVAL_REPORT_SCREENSHOT"])
+
+    rows = browser.find_elements("css selector", "#egonormia-leaderboard table.leaderboard tbody tr")
+    assert len(rows) == 5 and all(row.is_displayed() for row in rows)  # blind 2 models, pipeline 2, video 1
+    assert "[" in rows[0].text and "]" in rows[0].text  # with its 95% interval
+    chart = browser.find_element("css selector", "#egonormia-categories svg.chart")
+    assert chart.is_displayed() and chart.rect["width"] > 400 and chart.rect["height"] > 150
+    assert browser.execute_script("return arguments[0].querySelectorAll('path').length", chart) > 50
+
+    loaded = browser.execute_script(
+        "return Array.from(document.querySelectorAll('article.clip img.frames'))"
+        ".filter(i => i.complete && i.naturalWidth > 0).length"
+    )
+    assert loaded == 16
+    first = browser.find_element("css selector", "article.clip img.frames")
+    browser.execute_script("arguments[0].scrollIntoView()", first)
+    assert first.is_displayed() and first.rect["width"] > 300 and first.rect["height"] > 30
+    answers = browser.find_elements("css selector", "article.clip table.answers tbody tr")
+    assert len(answers) == 16 * 5  # every clip: 5 (setting, model) pairs with their choices
+
+    boxes = browser.find_elements("css selector", "#egohumans-frames svg.boxes")
+    assert len(boxes) == 4 * 4 and all(b.rect["width"] > 200 for b in boxes)  # 4 frames x 4 runs
+    assert browser.find_elements("css selector", "#egohumans-frames svg.boxes rect.track")
+
+    clip_id = browser.find_element("css selector", "article.clip h3").text.split()[0]
+    browser.find_element("id", "clip-filter").send_keys(clip_id)
+    assert browser.find_element("id", "clip-count").text == "1 of 16 clips shown"
+    assert console_errors(browser) == []

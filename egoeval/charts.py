@@ -83,7 +83,7 @@ def interval_chart(
                         label=f"{metric} (published)",
                     )
             ax.set_title(setting)
-            ax.set_xlim(0, 100)
+            ax.set_xlim(-3, 103)  # a marker at 0 or 100 stays whole
             ax.set_xlabel("% (95% interval)")
             ax.grid(axis="x", alpha=0.3)
         axes[0].set_yticks(range(len(models)), models)

@@ -1,0 +1,176 @@
+"""The nightly run as README's "Schedule" section sets it up, on a real Prefect server: ``prefect server start`` on
+127.0.0.1 (its own PREFECT_HOME, analytics off), a process work pool, the deployment registered from params with
+``python -m flows.nightly --work-pool``, a worker, a run triggered through the API, its report artifact read back
+through the Prefect client; server and worker stopped at the end with no process of theirs left behind.
+
+The project the worker runs is the small toy DVC pipeline of test_flows.py (the real one is test_flows.py's
+``test_real_pipeline_once_twice_then_scaled_out``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+from conftest import dvc, nightly_env
+from test_flows import DVC_YAML, PARAMS, STEP, TOY_PARAMS
+
+pytestmark = pytest.mark.slow
+POOL = "egoeval-test"
+DEPLOYMENT = "egoeval-nightly/nightly"
+START_TIMEOUT_S = 240
+RUN_TIMEOUT_S = 600
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def processes_with(marker: str) -> list[int]:
+    """Pids of live processes whose environment holds ``marker`` (our own PREFECT_HOME=...)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                environ = (entry / "environ").read_bytes().split(b"\0")
+                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if marker.encode() in environ and state != "Z":
+                found.append(int(entry.name))
+    return found
+
+
+def toy_project(root: Path) -> Path:
+    (root / "src").mkdir(parents=True)
+    (root / "metrics").mkdir()
+    (root / "src/step.py").write_text(STEP)
+    (root / "src/input.txt").write_text("hello\n")
+    (root / "dvc.yaml").write_text(DVC_YAML)
+    (root / "params.yaml").write_text(yaml.safe_dump(PARAMS))
+    (root / "toy.yaml").write_text(yaml.safe_dump(TOY_PARAMS))
+    (root / ".gitignore").write_text("runs.log\n.egoeval-cache/\n")
+    assert subprocess.run(["git", "init", "-q"], cwd=root).returncode == 0
+    assert dvc(root, "init", "-q").returncode == 0
+    return root
+
+
+def prefect(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    command = [str(Path(sys.executable).with_name("prefect")), *args]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, check=False)
+
+
+@pytest.fixture
+def prefect_env(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """The environment of this test's Prefect processes (own PREFECT_HOME, a free port on 127.0.0.1); afterwards
+    any process still carrying that PREFECT_HOME is killed (the test itself asserts there is none)."""
+    home = tmp_path / "prefect-home"
+    env = nightly_env(
+        home,
+        PREFECT_API_URL=f"http://127.0.0.1:{free_port()}/api",
+        PREFECT_SERVER_UI_ENABLED="false",
+        PREFECT_WORKER_QUERY_SECONDS="2",
+    )
+    yield env
+    for pid in processes_with(f"PREFECT_HOME={home}"):
+        os.kill(pid, signal.SIGKILL)
+
+
+def start(env: dict[str, str], log: Path, *args: str) -> subprocess.Popen[str]:
+    """``prefect ARGS`` in its own process group, output to ``log``."""
+    with open(log, "w") as out:
+        return subprocess.Popen(
+            [str(Path(sys.executable).with_name("prefect")), *args],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            text=True,
+        )
+
+
+@contextlib.contextmanager
+def running(process: subprocess.Popen[str], log: Path) -> Iterator[subprocess.Popen[str]]:
+    """Stop the process (SIGTERM to its group) on leaving, and wait for it."""
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            raise AssertionError(f"{process.args} ignored SIGTERM:\n{log.read_text()[-2000:]}") from None
+
+
+def wait_healthy(env: dict[str, str], server: subprocess.Popen[str], log: Path) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while True:
+        assert server.poll() is None, log.read_text()[-3000:]
+        try:
+            if httpx.get(env["PREFECT_API_URL"] + "/health", timeout=5).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        assert time.monotonic() < deadline, "the Prefect server did not answer /api/health in time"
+        time.sleep(1)
+
+
+def test_a_worker_runs_the_nightly_deployment_triggered_through_the_api(
+    prefect_env: dict[str, str], tmp_path: Path
+) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+    from prefect.settings import PREFECT_API_URL, PREFECT_HOME, temporary_settings
+
+    from flows.config import REPORT_ARTIFACT_KEY
+
+    env = prefect_env
+    root = toy_project(tmp_path / "toy")
+    port = env["PREFECT_API_URL"].split(":")[-1].split("/")[0]
+    server_log, worker_log = tmp_path / "server.log", tmp_path / "worker.log"
+    server = start(env, server_log, "server", "start", "--host", "127.0.0.1", "--port", port, "--analytics-off")
+    with running(server, server_log):
+        wait_healthy(env, server, server_log)
+        created = prefect(env, "work-pool", "create", POOL, "--type", "process")
+        assert created.returncode == 0, created.stdout + created.stderr
+        command = [sys.executable, "-m", "flows.nightly", "--work-pool", POOL, "--root", str(root)]
+        deployed = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, check=False)
+        assert deployed.returncode == 0, deployed.stdout + deployed.stderr
+
+        settings = {PREFECT_API_URL: env["PREFECT_API_URL"], PREFECT_HOME: env["PREFECT_HOME"]}
+        with temporary_settings(settings), get_client(sync_client=True) as client:
+            deployment = client.read_deployment_by_name(DEPLOYMENT)
+            (schedule,) = deployment.schedules
+            assert schedule.schedule.cron == PARAMS["flows"]["schedule_cron"]  # the schedule comes from params
+            assert schedule.schedule.timezone == PARAMS["flows"]["timezone"]
+            assert deployment.work_pool_name == POOL and deployment.parameters == {"root": str(root)}
+
+            with running(start(env, worker_log, "worker", "start", "--pool", POOL), worker_log) as worker:
+                run = client.create_flow_run_from_deployment(deployment.id)  # what `prefect deployment run` does
+                deadline = time.monotonic() + RUN_TIMEOUT_S
+                while not (run := client.read_flow_run(run.id)).state.is_final():
+                    assert worker.poll() is None, worker_log.read_text()[-3000:]
+                    assert time.monotonic() < deadline, worker_log.read_text()[-3000:]
+                    time.sleep(2)
+            assert run.state.is_completed(), f"{run.state}\n" + worker_log.read_text()[-3000:]
+            artifacts = client.read_artifacts(
+                artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[run.id]))
+            )
+    (report,) = [artifact.data for artifact in artifacts if artifact.key == REPORT_ARTIFACT_KEY]
+    assert "## toy" in report and "No baseline yet" in report
+    assert (root / "metrics/toy.json").is_file()  # the worker's flow run ran the pipeline in the project
+    assert processes_with(f"PREFECT_HOME={env['PREFECT_HOME']}") == []  # server, worker and flow run all gone

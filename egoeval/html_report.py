@@ -113,6 +113,11 @@ def _published_rows(published: dict[str, Any], setting: str) -> list[tuple[str, 
 
 def leaderboard(metrics: dict[str, Any], published: dict[str, Any]) -> str:
     """Per setting: our models ranked by ``both`` with 95% intervals, then the published figures; one chart."""
+    metrics = {  # {setting: {model: entry}}; any other key (a recorded protocol, say) is not a result
+        setting: {model: entry for model, entry in models.items() if isinstance(entry, dict)}
+        for setting, models in metrics.items()
+        if isinstance(models, dict)
+    }
     settings = [s for s in SETTINGS if s in metrics] + sorted(set(metrics) - set(SETTINGS))
     parts = []
     chart_rows, chart_published = [], []

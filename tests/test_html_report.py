@@ -27,6 +27,7 @@ from egoeval.egohumans.disagreement import (
     most_disputed,
     person_states,
 )
+from egoeval.html_report import leaderboard
 
 PAGE = Path("reports/index.html")
 
@@ -110,6 +111,31 @@ def test_charts_are_inline_svg_with_prefixed_ids_and_identical_on_rerun() -> Non
     assert all(ref.startswith("chart-a-") for ref in re.findall(r'(?:href="#|url\(#)([^")]+)', svg))
     assert "<text" not in svg  # text drawn as paths: no font needed to view it
     assert svg == grouped_bars(table, "setting", "category", "model", "accuracy", "%", "chart-a")
+
+
+def entry(action: float, both: float) -> dict[str, object]:
+    values = {"action": action, "justification": both, "both": both, "sensible_iou": 20.0}
+    return {
+        **values,
+        "n": 16,
+        "coverage": 1.0,
+        "parse_failure_rate": 0.0,
+        "call_failure_rate": 0.0,
+        "ci95": {k: [v - 5, v + 5] for k, v in values.items()},
+    }
+
+
+def test_the_leaderboard_ranks_by_both_with_intervals_and_shows_published_figures_apart() -> None:
+    metrics = {"video": {"weak": entry(30.0, 10.0), "strong": entry(20.0, 15.0), "protocol": "official"}}
+    figures = {"action": 45.5, "justification": 18.2, "both": 9.1, "sensible_iou": 25.0, "n": 11}
+    published = {"datasets": {"ood_robot": {"source": "a results file", "figures": {"video": {"gpt-4o": figures}}}}}
+    page = leaderboard(metrics, published)
+    rows = re.findall(r"<tr>(.*?)</tr>", page.split("<tbody>")[1])
+    assert rows[0].startswith("<td>1</td><td>strong</td>")  # ranked by both: 15 before 10
+    assert "[10.0, 20.0]" in rows[0] and "weak" in rows[1]
+    assert "gpt-4o" in rows[2] and "published · ood_robot" in rows[2] and "<i>45.5</i>" in rows[2]
+    assert "protocol" not in page and "a results file" in page
+    assert "No published figures" in leaderboard(metrics, {"datasets": {}})
 
 
 def report(root: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -84,8 +84,9 @@ class TrackSettings(Section):
 
 
 class ScoreSettings(Section):
-    """``egohumans.score``: the matching threshold."""
+    """``egohumans.score``: the evaluation's rules and the matching threshold."""
 
+    protocol: Literal["official", "trackeval"]
     iou_threshold: Annotated[float, Field(gt=0, le=1)]
 
 

@@ -8,7 +8,7 @@ from pydantic import AfterValidator, Field, model_validator
 
 from egoeval.settings import Fraction, NonEmptyStr, NonNegativeInt, PositiveInt, Section, unique_list
 
-DetectionMode = Literal["gt", "file", "yolo"]
+DetectionMode = Literal["gt", "official", "file", "yolo"]
 
 
 class SampleSettings(Section):
@@ -24,11 +24,24 @@ class SampleSettings(Section):
 
 
 class FetchSettings(Section):
-    """``egohumans.fetch``: where the annotation, frames and detections come from, pinned."""
+    """``egohumans.fetch``: the data root (laid out as the official download), the annotation and detections in it,
+    pinned by a sha256 manifest."""
 
     source: Literal["sample", "local"]
-    path: NonEmptyStr
+    path: NonEmptyStr  # the data root; images' file_name are relative to it
+    annotation: NonEmptyStr  # relative to the root; {modality} is filled in
+    modality: Literal["ego_rgb", "ego_slam", "exo"]
     manifest: NonEmptyStr | None
+    detections: NonEmptyStr | None  # detections the user brings (mode file), relative to the root
+    duplicate_videos: Literal["error", "drop"]
+
+    @model_validator(mode="after")
+    def _relative(self) -> FetchSettings:
+        for key in ("annotation", "detections"):
+            value = getattr(self, key)
+            if value is not None and (value.startswith("/") or ".." in value.split("/")):
+                raise ValueError(f"{key} must be a path relative to the data root (path), got {value!r}")
+        return self
 
 
 class DetectSettings(Section):

@@ -528,7 +528,6 @@ def read_detection_pickle(path: str | os.PathLike[str], images: pd.DataFrame) ->
         if arr is None:
             raise InputError(path, "detections must be an N x 5 array (x1, y1, x2, y2, score)", row=key)
         arrays.append(arr)
-    positions = pd.Index(images["file_name"]).get_indexer(pd.Index(keys, dtype=object))
     if (positions < 0).any():
         key = keys[int(np.argmax(positions < 0))]
         raise InputError(path, f"unknown image path {key!r} (not a file_name of the annotation)", row=key)

@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from egoeval.egohumans import tracking
 from egoeval.egohumans.formats import (
     DETECTION_COLUMNS,
     read_det_txt,
@@ -271,11 +272,9 @@ def test_tracks_and_scores(pipeline: Path) -> None:
 
 
 def test_tracking_is_deterministic(pipeline: Path, tmp_path: Path) -> None:
-    settings = _params()["egohumans"]["track"]["botsort"]
+    settings = _params()["egohumans"]["track"]["config"]["botsort"]
     data = pipeline / "data/egohumans"
-    track.track(
-        "botsort", data / "detections/file.parquet", data / "fetched/sequences.json", tmp_path / "again", settings
-    )
+    tracking.track("botsort", data / "detections/file.parquet", data / "fetched", tmp_path / "again", settings)
     assert _tree(tmp_path / "again") == _tree(data / "tracks/botsort-file")
 
 
@@ -287,18 +286,9 @@ def test_tracker_frames_without_detections(pipeline: Path, tmp_path: Path) -> No
     table = table[table["sequence"] != first]
     path = tmp_path / "fewer.parquet"
     table.to_parquet(path, index=False)
-    settings = _params()["egohumans"]["track"]["bytetrack"]
-    track.track("bytetrack", path, data / "fetched/sequences.json", tmp_path / "out", settings)
+    settings = _params()["egohumans"]["track"]["config"]["bytetrack"]
+    tracking.track("bytetrack", path, data / "fetched", tmp_path / "out", settings)
     assert (tmp_path / "out" / f"{first}.txt").read_text() == ""
-
-
-def test_botsort_needs_gmc_none(pipeline: Path, tmp_path: Path) -> None:
-    settings = {**_params()["egohumans"]["track"]["botsort"], "gmc_method": "sparseOptFlow"}
-    data = pipeline / "data/egohumans"
-    with pytest.raises(InputError, match="gmc_method must be none"):
-        track.track(
-            "botsort", data / "detections/gt.parquet", data / "fetched/sequences.json", tmp_path / "x", settings
-        )
 
 
 # ----------------------------------------------------------------------------------------- yolo

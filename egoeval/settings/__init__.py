@@ -80,6 +80,11 @@ class Section(BaseModel):
         _PATHS[id(self)] = path
         for name in type(self).model_fields:
             child = super().__getattribute__(name)
+            if isinstance(child, dict):  # a mapping of sections: each under its key (``egohumans.track.config.x``)
+                for key, item in child.items():
+                    if isinstance(item, Section):
+                        item._set_paths(f"{path}.{name}.{key}".lstrip("."))
+                continue
             for item in child if isinstance(child, list) else [child]:
                 if isinstance(item, Section):  # list items share their list's key (``egonormia.baselines.name``)
                     item._set_paths(f"{path}.{name}".lstrip("."))

@@ -152,9 +152,17 @@ class ScoreSettings(Section):
     iou_threshold: Annotated[float, Field(gt=0, le=1)]
 
 
+class CompareSettings(Section):
+    """``egohumans.compare``: the published table and which of our runs stands beside which of its rows."""
+
+    published_file: NonEmptyStr
+    published: dict[NonEmptyStr, NonEmptyStr]  # our run (tracker-mode) -> a row of the published table
+
+
 class EgoHumansSettings(Section):
     sample: SampleSettings
     fetch: FetchSettings
     detect: DetectSettings
     track: TrackSettings
     score: ScoreSettings
+    compare: CompareSettings

@@ -27,7 +27,9 @@ METRICS = {
 
 
 def compare(root: Path, published: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    write_params(root, {"egohumans": {"compare": {"published": published}}})
+    params = write_params(root)
+    params["egohumans"]["compare"]["published"] = published  # the mapping replaced, not merged
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     (root / "data/published").mkdir(parents=True, exist_ok=True)
     shutil.copytree(REPO / "data/published/egohumans", root / "data/published/egohumans", dirs_exist_ok=True)
     (root / "metrics").mkdir(exist_ok=True)

@@ -67,7 +67,8 @@ class Section(BaseModel):
         value = super().__getattribute__(name)
         if _read_keys is not None and not name.startswith("_"):
             path = _PATHS.get(id(self))  # None while validating: a validator's reads are not the stage's
-            if path is not None and name in type(self).model_fields and not isinstance(value, Section):
+            sections = isinstance(value, dict) and value and all(isinstance(v, Section) for v in value.values())
+            if path is not None and name in type(self).model_fields and not isinstance(value, Section) and not sections:
                 _read_keys.add(f"{path}.{name}".lstrip("."))
         return value
 

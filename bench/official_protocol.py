@@ -82,7 +82,7 @@ def bench_protocol() -> dict:
 
 
 def bench_manifest() -> dict:
-    from stages.egohumans.fetch import write_root_manifest
+    from egoeval.egohumans.fetching import write_root_manifest
 
     root = OUT / "manifest_root"
     shutil.rmtree(root, ignore_errors=True)

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from egoeval.egohumans import tracking
+from egoeval.egohumans import fetching, tracking
 from egoeval.egohumans.formats import (
     DETECTION_COLUMNS,
     read_det_txt,
@@ -176,7 +176,7 @@ def _copy_sample(pipeline: Path, dest: Path) -> Path:
 def test_fetch_from_det_txt_matches_pickle(pipeline: Path, tmp_path: Path) -> None:
     source = _copy_sample(pipeline, tmp_path / "src")
     (source / OFFICIAL_PKL).unlink()
-    summary = fetch.fetch(_fetch_params(source, detections="detections/det"), tmp_path / "fetched")
+    summary = fetching.fetch(_fetch_params(source, detections="detections/det"), tmp_path / "fetched")
     assert summary["detections"] == {"official": None, "file": "detections/det"}
     from_txt = read_detections_parquet(tmp_path / "fetched/detections_file.parquet")
     from_pickle = read_detections_parquet(pipeline / "data/egohumans/fetched/detections_file.parquet")
@@ -188,7 +188,7 @@ def test_fetch_rejects_tampered_frame(pipeline: Path, tmp_path: Path) -> None:
     frame = sorted(source.glob(FRAMES))[7]
     frame.write_bytes(frame.read_bytes() + b"\0")
     with pytest.raises(InputError, match="differs from the manifest") as err:
-        fetch.fetch(_fetch_params(source), tmp_path / "fetched")
+        fetching.fetch(_fetch_params(source), tmp_path / "fetched")
     assert str(frame) in str(err.value)
     assert not (tmp_path / "fetched").exists()
 
@@ -205,16 +205,16 @@ def test_fetch_refuses_malicious_pickle_even_when_pinned(pipeline: Path, tmp_pat
     source = _copy_sample(pipeline, tmp_path / "src")
     marker = tmp_path / "pwned"
     (source / OFFICIAL_PKL).write_bytes(pickle.dumps({"det_bboxes": {}, "x": _Touch(marker)}))
-    assert fetch.write_root_manifest(source, _fetch_params(source))  # pinned, as --write-manifest does
+    assert fetching.write_root_manifest(source, _fetch_params(source))  # pinned, as --write-manifest does
     with pytest.raises(InputError, match=r"refused global posix\.system") as err:
-        fetch.fetch(_fetch_params(source), tmp_path / "fetched")
+        fetching.fetch(_fetch_params(source), tmp_path / "fetched")
     assert str(source / OFFICIAL_PKL) in str(err.value)
     assert not marker.exists()
 
 
 def test_fetch_requires_a_manifest(pipeline: Path, tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"egohumans\.fetch\.manifest"):
-        fetch.fetch(_fetch_params(pipeline / "data/egohumans/sample", manifest=None), tmp_path / "fetched")
+        fetching.fetch(_fetch_params(pipeline / "data/egohumans/sample", manifest=None), tmp_path / "fetched")
 
 
 # ----------------------------------------------------------------------------------------- detect, track, score
@@ -235,7 +235,7 @@ def test_detect_gt_official_and_file(pipeline: Path) -> None:
 def test_detect_official_without_the_pickle_names_it(pipeline: Path, tmp_path: Path) -> None:
     source = _copy_sample(pipeline, tmp_path / "src")
     (source / OFFICIAL_PKL).unlink()
-    fetch.fetch(_fetch_params(source), tmp_path / "fetched")
+    fetching.fetch(_fetch_params(source), tmp_path / "fetched")
     with pytest.raises(InputError, match=r"no detections_ego_rgb\.pkl beside benchmark/sample/all/coco_track"):
         detect.detect("official", tmp_path / "fetched", tmp_path / "official.parquet", _params()["egohumans"]["detect"])
 
@@ -297,7 +297,7 @@ def test_tracker_frames_without_detections(pipeline: Path, tmp_path: Path) -> No
 @pytest.fixture
 def tiny_fetched(tmp_path: Path) -> Path:
     sample.generate_sample(tmp_path / "sample", sample.SampleParams(**{**SMALL, "sequences": 1, "frames": 3}))
-    fetch.fetch(_fetch_params(tmp_path / "sample"), tmp_path / "fetched")
+    fetching.fetch(_fetch_params(tmp_path / "sample"), tmp_path / "fetched")
     return tmp_path / "fetched"
 
 

@@ -95,7 +95,7 @@ BAD = [
     ("egonormia.score.bootstrap_seed", -3, ["egonormia.score.bootstrap_seed", "greater than or equal to 0"]),
     ("egonormia.sample.fps", 0, ["egonormia.sample.fps", "greater than or equal to 1"]),
     ("egohumans.score.iou_threshold", -0.1, ["egohumans.score.iou_threshold", "greater than 0"]),
-    ("egohumans.track.bytetrack.match_thresh", 1.5, ["bytetrack.match_thresh", "between 0 and 1"]),
+    ("egohumans.track.config.bytetrack.match_thresh", 1.5, ["bytetrack.match_thresh", "between 0 and 1"]),
     ("egohumans.detect.yolo_batch", 0, ["egohumans.detect.yolo_batch", "greater than or equal to 1"]),
     ("egohumans.detect.yolo_weights", 3, ["egohumans.detect.yolo_weights", "a string"]),
     ("egohumans.sample.sequences", 0, ["egohumans.sample.sequences", "greater than or equal to 1"]),

@@ -11,11 +11,12 @@ import pandas as pd
 import pytest
 import yaml
 
+from egoeval.egohumans import fetching
 from egoeval.egohumans.tracking import track, track_sequence
 from egoeval.io import InputError
 from egoeval.settings import ParamsError, validate_params
 from egoeval.settings.egohumans import packaged_trackers
-from stages.egohumans import fetch, sample
+from stages.egohumans import sample
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -78,7 +79,7 @@ def test_botsort_camera_motion_compensation_uses_the_frames(tmp_path: Path) -> N
     sample.generate_sample(tmp_path / "sample", sample.SampleParams(**small))
     root = tmp_path / "sample"
     fetch_params = {**params["fetch"], "path": str(root), "manifest": str(root / "manifest.sha256")}
-    fetch.fetch(fetch_params, tmp_path / "fetched")
+    fetching.fetch(fetch_params, tmp_path / "fetched")
     detections = pd.read_parquet(tmp_path / "fetched/detections_official.parquet")
     detections.to_parquet(tmp_path / "det.parquet", index=False)
     settings = {**params["track"]["config"]["botsort"], "gmc_method": "sparseOptFlow"}

@@ -1,0 +1,56 @@
+"""``egoeval compare METRICS_JSON``: reported numbers beside the published ones, for either benchmark.
+
+The benchmark is the one dvc.yaml declares for that metrics file (``meta.benchmark``), else the file's stem; each
+benchmark's half lives with its code (``compare_report(metrics, params) -> str``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from pathlib import Path
+
+from egoeval.io import PARAMS_FILE, InputError, load_params
+
+HANDLERS = {"egohumans": "egoeval.egohumans.published", "egonormia": "egoeval.egonormia.published"}
+
+
+def benchmark_of(path: Path, root: Path = Path(".")) -> str:
+    """The benchmark a metrics file belongs to (dvc.yaml's ``meta.benchmark``, else the file name)."""
+    from egoeval.pipeline import benchmark_metrics, pipeline_stages
+
+    try:
+        for benchmark, files in benchmark_metrics(pipeline_stages(root)).items():
+            if any((root / f).resolve() == path.resolve() for f in files):
+                return benchmark
+    except InputError:
+        pass
+    return path.stem
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="egoeval compare", description=__doc__.splitlines()[0])
+    parser.add_argument("metrics", type=Path, help="a metrics file, e.g. metrics/egohumans.json")
+    parser.add_argument("--params", type=Path, default=PARAMS_FILE, help="params.yaml (default: ./params.yaml)")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        try:
+            metrics = json.loads(args.metrics.read_text())
+        except (OSError, json.JSONDecodeError) as err:
+            raise InputError(args.metrics, f"not a readable metrics file: {err}") from None
+        benchmark = benchmark_of(args.metrics)
+        if benchmark not in HANDLERS:
+            raise InputError(
+                args.metrics, f"no published numbers for benchmark {benchmark!r} (known: {sorted(HANDLERS)})"
+            )
+        try:
+            handler = importlib.import_module(HANDLERS[benchmark])
+        except ModuleNotFoundError:
+            raise InputError(args.metrics, f"no published numbers for {benchmark} yet") from None
+        print(handler.compare_report(metrics, load_params(path=args.params)))
+    except InputError as err:
+        print(f"egoeval compare: {err}", file=sys.stderr)
+        return 2
+    return 0

@@ -100,7 +100,7 @@ def grouped_bars(
     """Horizontal grouped bars, one panel per value of ``panel``: ``category`` on the y axis, a bar per ``group``."""
     panels = list(dict.fromkeys(table[panel]))
     categories = sorted(set(table[category]), key=lambda c: (c == "COMBINED", c))
-    groups = sorted(set(table[group]))
+    groups = list(dict.fromkeys(table[group]))  # in the order given
     height = max(1.0, len(categories) * (0.18 * len(groups) + 0.15))
     with matplotlib.rc_context(RC):
         figure = _figure(3.4 * max(1, len(panels)), 1.2 + height)

@@ -29,6 +29,7 @@ from PIL import Image
 
 from egoeval.charts import PALETTE, grouped_bars, interval_chart
 from egoeval.egohumans.disagreement import Disagreement, match_frame, most_disputed
+from egoeval.egohumans.published import PublishedTable, read_published
 from egoeval.egonormia.artifacts import (
     CATEGORIES_FILE,
     FRAMES,
@@ -343,29 +344,28 @@ def _runs(metrics: dict[str, Any], trackers: Sequence[str], modes: Sequence[str]
     return [(run, *known.get(run, tuple(run.rsplit("-", 1)) if "-" in run else (run, ""))) for run in runs]
 
 
-def tracking_section(metrics: dict[str, Any], runs: list[tuple[str, str, str]]) -> str:
-    """The trackers x detection modes table (IDF1, MOTA, HOTA per sequence and combined) and its chart."""
+def tracking_section(
+    metrics: dict[str, Any], runs: list[tuple[str, str, str]], published: PublishedTable, mapping: dict[str, str]
+) -> str:
+    """Per metric (IDF1, MOTA, HOTA) a table of sequences x runs (tracker x detection mode), a chart of the same, and
+    the published table with the runs params map to its rows (``egohumans.compare``)."""
     sequences = [*sorted({s for run, _, _ in runs for s in metrics[run].get("sequences", {})}), "COMBINED"]
 
     def value(run: str, sequence: str, metric: str) -> float | None:
         entry = metrics[run]["COMBINED"] if sequence == "COMBINED" else metrics[run]["sequences"].get(sequence, {})
-        return entry.get(metric)
+        number = entry.get(metric)
+        return float(number) if isinstance(number, int | float) else None
 
-    best = {
-        (s, m): max((value(r, s, m) for r, _, _ in runs if value(r, s, m) is not None), default=None)
-        for s in sequences
-        for m in TRACKING_METRICS
-    }
-    header = ["tracker", "detections", *(f"{esc(s)}<br>{m}" for s in sequences for m in TRACKING_METRICS)]
-    rows = []
-    for run, tracker, mode in runs:
-        cells = []
+    tables = []
+    for metric in TRACKING_METRICS:
+        rows = []
         for sequence in sequences:
-            for metric in TRACKING_METRICS:
-                number = value(run, sequence, metric)
-                top = number is not None and number == best[(sequence, metric)]
-                cells.append(f"<b>{fmt(number)}</b>" if top else fmt(number))
-        rows.append([esc(tracker), esc(mode), *cells])
+            numbers = [value(run, sequence, metric) for run, _, _ in runs]
+            best = max((n for n in numbers if n is not None), default=None)
+            cells = [f"<b>{fmt(n)}</b>" if n is not None and n == best else fmt(n) for n in numbers]
+            rows.append([esc(sequence), *cells])
+        header = [metric, *(f"{esc(tracker)}<br>{esc(mode)}" for _, tracker, mode in runs)]
+        tables.append(table(header, rows, "tracking"))
     long = pd.DataFrame(
         [
             (metric, sequence, run, value(run, sequence, metric))
@@ -377,11 +377,36 @@ def tracking_section(metrics: dict[str, Any], runs: list[tuple[str, str, str]]) 
         columns=["metric", "sequence", "run", "value"],
     )
     chart = grouped_bars(long, "metric", "sequence", "run", "value", "%", "egohumans-sequences")
+    fields = [f for f in ("IDF1", "MOTA", "MOTP", "IDSW") if any(f in row for row in published.rows.values())]
+    beside = {row: [run for run, theirs in sorted(mapping.items()) if theirs == row] for row in published.rows}
+    published_rows = [
+        [
+            f'{esc(name)} <span class="tag">published</span>',
+            *(f"<i>{fmt(figures.get(f), 0 if f == 'IDSW' else 1)}</i>" for f in fields),
+            esc(
+                ", ".join(
+                    f"{run}: IDF1 {fmt(value(run, 'COMBINED', 'IDF1'))}" for run in beside[name] if run in metrics
+                )
+                or "–"
+            ),
+        ]
+        for name, figures in published.rows.items()
+    ]
     return (
         '<section id="egohumans-runs"><h2>EgoHumans: trackers × detection modes</h2>'
-        "<p>IDF1 (primary), MOTA and HOTA (%) per sequence and combined; the best of each column in bold.</p>"
-        f"{table(header, rows, 'tracking')}<figure>{chart}</figure></section>"
+        "<p>IDF1 (primary), MOTA and HOTA (%) per sequence and combined, one column per tracker and detection mode; "
+        f'the best of each row in bold. Protocol: {esc(_protocol(metrics, runs))}.</p><div class="tables">'
+        f"{''.join(tables)}</div><figure>{chart}</figure>"
+        f'<h3>Published</h3><p class="note">{esc(published.source)} (protocol {esc(published.protocol)}; '
+        f"<code>{esc(published.path)}</code>). Our runs are beside the rows <code>egohumans.compare.published</code> "
+        "maps them to; on the bundled sample that is a plumbing check, not a result.</p>"
+        f"{table(['published row', *fields, 'our runs beside it'], published_rows, 'published')}</section>"
     )
+
+
+def _protocol(metrics: dict[str, Any], runs: list[tuple[str, str, str]]) -> str:
+    found = sorted({str(metrics[run].get("protocol", "unrecorded")) for run, _, _ in runs})
+    return ", ".join(found) or "unrecorded"
 
 
 def _colour(track: int) -> str:
@@ -499,7 +524,7 @@ img.frames{max-width:100%;display:block;margin:.5rem 0;border:1px solid #ccc}
 article.clip{border:1px solid #ddd;border-radius:6px;padding:.2rem 1rem 1rem;margin:1rem 0}
 pre{white-space:pre-wrap;background:#f7f7f7;padding:.4rem;font-size:.8rem;max-height:14rem;overflow:auto}
 .controls{margin:.5rem 0}.controls input[type=search]{width:20rem;padding:.2rem}
-.panels{display:flex;flex-wrap:wrap;gap:.5rem}
+.panels{display:flex;flex-wrap:wrap;gap:.5rem}\n.tables{display:flex;flex-wrap:wrap;gap:1.5rem}
 figure.panel{margin:0;width:calc(50% - .5rem);min-width:280px}
 figure.panel figcaption{font-size:.8rem}
 svg.boxes{width:100%;height:auto;display:block}
@@ -546,7 +571,12 @@ def build_page(root: Path, settings: Any) -> str:
         leaderboard(egonormia, published_figures()),
         category_section(categories),
         clips_section(root, report.clips),
-        tracking_section(egohumans, runs),
+        tracking_section(
+            egohumans,
+            runs,
+            read_published(root / settings.egohumans.compare.published_file),
+            dict(settings.egohumans.compare.published),
+        ),
         disagreement_section(
             root, runs, report.egohumans_frames, report.image_width, settings.egohumans.score.iou_threshold
         ),

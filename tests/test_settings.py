@@ -10,12 +10,11 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import REPO
+from conftest import EGOEVAL, REPO, dvc, tool_env
 
 from egoeval.settings import ParamsError, load_settings, validate_params
 
 BASE = yaml.safe_load((REPO / "params.yaml").read_text())
-EGOEVAL = Path(sys.executable).with_name("egoeval")
 
 
 def edited(path: str, value: Any) -> dict[str, Any]:
@@ -172,3 +171,25 @@ def test_a_stage_refuses_bad_params_before_any_work(tmp_path: Path) -> None:
     assert run.returncode == 2, run.stderr
     assert "egonormia.fetch.split = 'test'" in run.stderr
     assert list(tmp_path.iterdir()) == [tmp_path / "params.yaml"]
+
+
+KEPT = ("metrics/egonormia.json", "metrics/egohumans.json", "plots/egonormia/categories.csv", "dvc.lock")
+
+
+@pytest.mark.slow
+@pytest.mark.bad_input
+def test_a_typo_in_params_stops_dvc_repro_and_keeps_the_last_good_outputs(reproduced: Path, tmp_path: Path) -> None:
+    import shutil
+
+    root = Path(shutil.copytree(reproduced, tmp_path / "ws", symlinks=True))
+    before = {name: (root / name).read_bytes() for name in KEPT}
+    (root / "params.yaml").write_text(yaml.safe_dump(edited("egonormia.model.temprature", 0.7), sort_keys=False))
+    run = dvc(root, "repro")
+    assert run.returncode != 0 and "exited with 2" in run.stderr, run.stderr[-2000:]
+    assert "egonormia.model.temprature: unknown key (did you mean 'temperature'?)" in run.stderr
+    for name, content in before.items():
+        assert (root / name).read_bytes() == content, f"{name} changed by the refused run"
+    check = subprocess.run(
+        [EGOEVAL, "check-params"], cwd=root, env=tool_env(), capture_output=True, text=True, check=False
+    )
+    assert check.returncode == 2 and "did you mean 'temperature'?" in check.stderr + check.stdout

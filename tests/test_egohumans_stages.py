@@ -380,3 +380,17 @@ def test_trackeval_protocol_equals_trackeval(pipeline: Path, tmp_path: Path) -> 
             assert ours["MOTA"] == pytest.approx(100 * ref["CLEAR"]["MOTA"], abs=1e-9), (run, where)
             assert ours["HOTA"] == pytest.approx(100 * np.mean(ref["HOTA"]["HOTA"]), abs=1e-9), (run, where)
             assert ours["IDSW"] == ref["CLEAR"]["IDSW"], (run, where)
+
+
+def test_write_manifest_pins_what_the_annotation_references(pipeline: Path, tmp_path: Path) -> None:
+    source = _copy_sample(pipeline, tmp_path / "src")
+    names = fetching.write_root_manifest(source, _fetch_params(source), tmp_path / "m.sha256")
+    pinned = (tmp_path / "m.sha256").read_text().splitlines()
+    assert len(pinned) == len(set(names)) and all(len(line.split("  ")[0]) == 64 for line in pinned)
+    assert ANNOTATION in names and OFFICIAL_PKL in names and "detections/simulated.pkl" in names
+    assert sum("/calib/" in n for n in names) == sum("/images/rgb/" in n for n in names)  # one per annotated image
+    frame = source / next(n for n in sorted(names) if "/images/rgb/" in n)
+    frame.unlink()
+    with pytest.raises(InputError, match="missing") as err:
+        fetching.write_root_manifest(source, _fetch_params(source), tmp_path / "m2.sha256")
+    assert str(frame) in str(err.value)

@@ -68,7 +68,10 @@ def decode_all_frames(path: str | Path) -> np.ndarray:
 
 
 def frame_strip(frames: np.ndarray, height: int, max_width: int) -> np.ndarray:
-    """Frames scaled to ``height`` and concatenated left to right; the strip is scaled to fit ``max_width``."""
+    """Frames scaled to ``height`` px each and concatenated left to right.
+
+    Only when the strip would be wider than ``max_width`` is it scaled down as a whole (aspect kept).
+    """
     scaled = []
     for frame in frames:
         width = max(1, round(frame.shape[1] * height / frame.shape[0]))

@@ -13,7 +13,7 @@ from egoeval.io import InputError
 from egoeval.video import decode_all_frames, read_sampled_frames, sample_indices
 from stages.egonormia.frames import extract_frames
 
-PARAMS = {"fps": 1, "height": 48, "max_width": 4096, "jpeg_quality": 90}
+PARAMS = {"source": "video", "fps": 1, "frame_height": 48, "max_width": 4096, "jpeg_quality": 90, "workers": 1}
 
 
 def test_sample_indices_at_one_fps_of_thirty() -> None:

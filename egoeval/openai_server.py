@@ -49,6 +49,16 @@ def last_user_text(body: Mapping[str, Any]) -> str:
     return ""
 
 
+class Fault(Exception):
+    """Raised by a policy: the server answers that request with the fault ``kind`` (one of ``FAULTS``)."""
+
+    def __init__(self, kind: str) -> None:
+        if kind not in FAULTS:
+            raise ValueError(f"unknown fault {kind!r}; known: {FAULTS}")
+        super().__init__(kind)
+        self.kind = kind
+
+
 def default_policy(body: dict[str, Any]) -> str:
     """Always option 1 (or [1] when several may be picked); a short text when there are no options."""
     text = last_user_text(body)
@@ -278,7 +288,12 @@ def _make_handler(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
             elif fault == "refusal":
                 self._send(200, json.dumps(_completion(None, "I cannot help with that.")).encode())
             else:
-                self._send(200, json.dumps(_completion(server.policy(body))).encode())
+                try:
+                    content = server.policy(body)
+                except Fault as chosen:
+                    self._respond(chosen.kind, body)
+                    return
+                self._send(200, json.dumps(_completion(content)).encode())
 
     return Handler
 

@@ -121,7 +121,8 @@ class Runner:
         done: dict[str, Completion] = {}
         done["action"] = self.client.complete(official.action_request(work.setting, work.behaviors, **context))
         choice = official.extract_single(done["action"].response)
-        if done["action"].response is None:
+        action_failed = done["action"].response is None and not official.no_content(done["action"].error)
+        if action_failed:
             done["justification"] = Completion(None, NOT_SENT + "the action call failed", "")
         elif choice is None:
             done["justification"] = Completion(None, NOT_SENT + "the action answer is invalid", "")
@@ -130,7 +131,10 @@ class Runner:
                 work.setting, work.behaviors[choice], work.justifications, **context
             )
             done["justification"] = self.client.complete(request)
-        api_error = done["action"].response is None or (choice is not None and done["justification"].response is None)
+        second = done["justification"]
+        api_error = action_failed or (
+            choice is not None and second.response is None and not official.no_content(second.error)
+        )
         if api_error:  # the official code then records [-2, -2] and never sends the sensible call
             done["sensible"] = Completion(None, NOT_SENT + "an earlier call failed", "")
         else:

@@ -117,6 +117,15 @@ def sensible_request(
     return _request(text, frames_jpeg, _question(setting, "sensible", behaviors, context))
 
 
+NO_CONTENT_ERRORS = ("refusal", "empty completion")  # the backend's reasons for a reply without content
+
+
+def no_content(error: str) -> bool:
+    """A failed call the official code sees as an invalid answer, not an API error: the OpenAI client returns
+    ``content=None`` for a refusal (and an empty string for an empty completion), which it records as invalid."""
+    return error.startswith(NO_CONTENT_ERRORS)
+
+
 def extract_single(reply: str | None) -> int | None:
     """The official single-choice reading: the last integer minus one, when in 0..4; else None (invalid)."""
     if reply is None:

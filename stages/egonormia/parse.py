@@ -146,16 +146,13 @@ def _read(subtask: str, response: Any, error: Any, perm: list[int], shown: list[
         return unusable, PARSE_FAILED + failure.reason
 
 
-_INVALID_ERRORS = ("refusal", "empty completion")  # the official code gets None and records an invalid answer
-
-
 def _read_official(subtask: str, response: Any, error: Any) -> tuple[Any, str]:
     """(stored index or indices, failure reason) for one response, read as the official code reads it."""
     unusable = [] if subtask == "sensible" else -1
     if isinstance(error, str) and error:
         if error.startswith(NOT_SENT + "the action answer is invalid"):
             return unusable, PARSE_FAILED + "not asked: the action answer is invalid"
-        if error.startswith(_INVALID_ERRORS):
+        if official.no_content(error):
             return unusable, PARSE_FAILED + f"official: no content ({error})"
         return unusable, CALL_FAILED + error
     text = response if isinstance(response, str) else None

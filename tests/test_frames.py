@@ -85,3 +85,18 @@ def test_strip_is_scaled_to_the_maximum_width(tmp_path: Path, video_factory) -> 
     out.mkdir()
     extract_frames(pd.DataFrame({"id": ["a"], "video": ["videos/a.mp4"]}), fetched, out, {**PARAMS, "max_width": 200})
     assert cv2.imread(str(out / "a.jpg")).shape[1] == 200
+
+
+def test_default_strip_keeps_each_frame_legible() -> None:
+    """A 24 s 1080p clip at 1 fps: each frame keeps a legible height under the largest accepted image side."""
+    from egoeval.settings import load_settings
+    from egoeval.settings.egonormia import MAX_IMAGE_SIDE
+    from egoeval.video import frame_strip
+
+    frames_params = load_settings(Path(__file__).resolve().parents[1] / "params.yaml").egonormia.frames
+    frames = np.zeros((24, 1080, 1920, 3), np.uint8)
+    strip = frame_strip(frames, frames_params.frame_height, frames_params.max_width)
+    assert strip.shape[1] <= MAX_IMAGE_SIDE == 8000
+    assert strip.shape[0] >= 180  # the old default (160 px squeezed into 2,048 px) gave 48 px
+    short = frame_strip(frames[:5], frames_params.frame_height, frames_params.max_width)
+    assert short.shape[:2] == (frames_params.frame_height, 5 * 640)  # no squeeze when it fits

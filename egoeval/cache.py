@@ -8,13 +8,18 @@ locking, with a busy timeout).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from egoeval.io import InputError
+from egoeval.stage import TransientFailure
 
 CACHE_DIR_ENV = "EGOEVAL_CACHE_DIR"  # overrides params' cache_dir (e.g. the audit points at the original's cache)
 CACHE_ONLY_ENV = "EGOEVAL_CACHE_ONLY"  # "1": answer from the cache only; a miss is an error, nothing is sent
@@ -46,6 +51,21 @@ CREATE TABLE IF NOT EXISTS responses (
 """
 
 
+@contextlib.contextmanager
+def _named(path: Path) -> Iterator[None]:
+    """SQLite's errors as errors that name the cache file and say what to do."""
+    try:
+        yield
+    except sqlite3.Error as error:
+        if "locked" in str(error) or "busy" in str(error):
+            raise TransientFailure(f"{path}: the response cache stayed locked by another process ({error})") from None
+        raise InputError(
+            path,
+            f"the response cache cannot be used ({type(error).__name__}: {error}); it is corrupt, read-only or "
+            "not a file: fix its permissions, or move it away (the next run asks again what it lacks)",
+        ) from None
+
+
 class ResponseCache:
     def __init__(self, path: str | os.PathLike[str], busy_timeout_s: float = 60.0) -> None:
         self.path = Path(path)
@@ -55,7 +75,7 @@ class ResponseCache:
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
         self._connections: list[sqlite3.Connection] = []
-        with self._lock:
+        with self._lock, _named(self.path):
             connection = self._connect()
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute(_SCHEMA)
@@ -78,7 +98,8 @@ class ResponseCache:
         return connection
 
     def get(self, key: str) -> str | None:
-        row = self._connection().execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
+        with _named(self.path):
+            row = self._connection().execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
         return None if row is None else row[0]
 
     def put(self, key: str, response: str, meta: dict[str, Any]) -> str:
@@ -88,7 +109,7 @@ class ResponseCache:
         and that value is returned, so every user of the cache sees one answer per key.
         """
         connection = self._connection()
-        with self._write_lock:  # threads queue here, not in SQLite's sleeping busy handler
+        with self._write_lock, _named(self.path):  # threads queue here, not in SQLite's sleeping busy handler
             cursor = connection.execute(
                 "INSERT INTO responses (key, response, meta, created) VALUES (?, ?, ?, ?) ON CONFLICT(key) DO NOTHING",
                 (key, response, json.dumps(meta, sort_keys=True), time.time()),
@@ -99,7 +120,8 @@ class ResponseCache:
         return response if stored is None else stored
 
     def __len__(self) -> int:
-        return self._connection().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        with _named(self.path):
+            return self._connection().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
 
     def close(self) -> None:
         with self._lock:

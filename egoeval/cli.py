@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+import os
+import signal
 import sys
 
 # subcommand -> (module, function, one-line help); function(argv: list[str]) -> int
@@ -35,7 +37,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"egoeval: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
         return 2
     module, function, _ = COMMANDS[name]
-    return int(getattr(importlib.import_module(module), function)(rest) or 0)
+    try:
+        return int(getattr(importlib.import_module(module), function)(rest) or 0)
+    except BrokenPipeError:  # `egoeval ... | head`: the reader left; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
 
 
 if __name__ == "__main__":

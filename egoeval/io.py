@@ -74,6 +74,24 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
+def read_json(path: str | os.PathLike[str]) -> Any:
+    """A JSON file, as InputError naming the file when it is unreadable or an object repeats a key (json.loads
+    would keep the last copy silently: a clip listed twice would change its gold answer unnoticed)."""
+
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in seen:
+                raise InputError(path, f"the key {key!r} appears twice in one object; remove one copy")
+            seen[key] = value
+        return seen
+
+    try:
+        return json.loads(Path(path).read_bytes(), object_pairs_hook=unique)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise InputError(path, f"not a readable JSON file: {error}") from None
+
+
 def write_json(path: str | os.PathLike[str], obj: Any) -> None:
     """Deterministic JSON (sorted keys, fixed indent, trailing newline), written atomically."""
     atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, allow_nan=False) + "\n")

@@ -37,7 +37,17 @@ class AdaptiveLimiter:
         self._epoch = 0  # bumped at every decrease
         self._successes = 0
         self._peak = 0
+        self._paused_until = 0.0  # time.monotonic() before which no call starts (the server asked to wait)
         self._condition = threading.Condition()
+
+    @property
+    def paused_until(self) -> float:
+        return self._paused_until
+
+    def pause_until(self, when: float) -> None:
+        """Start no call before ``when`` (monotonic seconds): a Retry-After holds every call to that server."""
+        with self._condition:
+            self._paused_until = max(self._paused_until, when)
 
     @property
     def limit(self) -> int:
@@ -93,11 +103,21 @@ def call_with_retries(
 ) -> T:
     """Call ``fn`` (holding a limiter slot while it runs); retry TransientError with jittered backoff.
 
-    A ``Retry-After`` from the server is honoured (plus a little jitter). PermanentError and any other
-    exception propagate at once; after ``max_retries`` retries the last fault is raised as RetriesExhausted.
+    No wait is longer than ``max_delay``. A ``Retry-After`` is honoured (and holds the limiter's other calls too)
+    when it is at most ``max_delay``; a longer one ends the call, and every call that would start before it ends,
+    at once. PermanentError and any other exception propagate at once; a fault that outlasts the retries is
+    raised as RetriesExhausted.
     """
     last: TransientError | None = None
     for attempt in range(max_retries + 1):
+        held = (limiter.paused_until - time.monotonic()) if limiter else 0.0
+        if held > max_delay:
+            raise RetriesExhausted(
+                f"{last or 'http 429'}: the server asks to wait {held:.0f} s more (Retry-After), longer than "
+                f"retry_max_s ({max_delay:g} s): not waiting"
+            )
+        if held > 0:
+            time.sleep(held)
         epoch = limiter.acquire() if limiter else 0
         outcome = Outcome.FAILURE
         try:
@@ -110,11 +130,19 @@ def call_with_retries(
         finally:
             if limiter:
                 limiter.release(epoch, outcome)
-        if attempt < max_retries:
-            if last.retry_after is not None:
-                delay = last.retry_after + rng.uniform(0, base_delay)
-            else:
-                delay = backoff_delay(attempt, base_delay, max_delay, rng)
-            time.sleep(delay)
+        if attempt == max_retries:
+            break
+        if last.retry_after is not None:
+            if limiter:
+                limiter.pause_until(time.monotonic() + last.retry_after)
+            if last.retry_after > max_delay:
+                raise RetriesExhausted(
+                    f"{last}: the server asks to wait {last.retry_after:g} s (Retry-After), longer than retry_max_s "
+                    f"({max_delay:g} s): not waiting"
+                ) from last
+            delay = last.retry_after + rng.uniform(0, min(base_delay, max_delay - last.retry_after))
+        else:
+            delay = backoff_delay(attempt, base_delay, max_delay, rng)
+        time.sleep(delay)
     assert last is not None
     raise RetriesExhausted(f"{last} after {max_retries} retries") from last

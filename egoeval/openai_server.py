@@ -25,7 +25,22 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
-FAULTS = ("429", "400", "401", "500", "503", "drop", "timeout", "malformed", "empty", "refusal")
+FAULTS = (
+    "429",
+    "400",
+    "401",
+    "403",
+    "404",
+    "500",
+    "503",
+    "drop",
+    "timeout",
+    "malformed",
+    "empty",
+    "html",
+    "refusal",
+    "trickle",
+)
 Policy = Callable[[dict[str, Any]], str]
 _OPTION = re.compile(r"^([1-9])\. (.*)$", re.MULTILINE)
 _OFFICIAL_OPTIONS = re.compile(r"^\s*(Behavior|Justification) options: (\[.*\])$", re.MULTILINE)
@@ -238,10 +253,10 @@ def _make_handler(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
             """Quiet."""
 
         def _send(self, status: int, payload: bytes, headers: Mapping[str, str] | None = None) -> None:
+            headers = {"Content-Type": "application/json", **(headers or {})}
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
-            for name, value in (headers or {}).items():
+            for name, value in headers.items():
                 self.send_header(name, value)
             self.end_headers()
             self.wfile.write(payload)
@@ -276,7 +291,7 @@ def _make_handler(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
             elif fault == "429":
                 retry = {} if server.retry_after is None else {"Retry-After": str(server.retry_after)}
                 self._send(429, json.dumps(error).encode(), retry)
-            elif fault in {"400", "500", "503"}:
+            elif fault in {"400", "403", "404", "500", "503"}:
                 self._send(int(fault), json.dumps(error).encode())
             elif fault == "401":  # echoes the credentials back, as a careless proxy might
                 echo = {"error": {"message": f"bad key in {self.headers.get('Authorization')}"}}
@@ -285,6 +300,17 @@ def _make_handler(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
                 self._send(200, b'{"choices": [{"message": ')
             elif fault == "empty":
                 self._send(200, b"")
+            elif fault == "trickle":  # a reply that never ends: one byte every 0.1 s
+                self.send_response(200)
+                self.send_header("Content-Length", "100000")
+                self.end_headers()
+                for _ in range(int(server.hang_s * 10)):
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    time.sleep(0.1)
+                self.close_connection = True
+            elif fault == "html":  # a login page or a web server's index where the API should be
+                self._send(200, b"<!doctype html><html><body>Sign in</body></html>", {"Content-Type": "text/html"})
             elif fault == "refusal":
                 self._send(200, json.dumps(_completion(None, "I cannot help with that.")).encode())
             else:

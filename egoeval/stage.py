@@ -10,12 +10,16 @@ from pathlib import Path
 from egoeval.io import PARAMS_FILE, InputError
 
 EXIT_OK = 0
-EXIT_BAD_INPUT = 2  # retrying cannot help: fix the named file or row
+EXIT_BAD_INPUT = 2  # retrying cannot help: fix the named file, row, param or endpoint
 EXIT_TRANSIENT = 75  # EX_TEMPFAIL: a retry may succeed (network, rate limits, 5xx)
 
 
 class TransientFailure(RuntimeError):
     """A stage failed for reasons a later retry may not meet (e.g. too many model calls failed transiently)."""
+
+
+class PermanentFailure(RuntimeError):
+    """A stage failed in a way no retry can mend (a wrong key, URL or endpoint); the message says what to fix."""
 
 
 def command_env(**extra: str) -> dict[str, str]:
@@ -36,6 +40,9 @@ def run_stage(body: Callable[[], object], params: str | os.PathLike[str] | None 
         result = body()
     except InputError as error:
         print(f"error: bad input: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except PermanentFailure as error:
+        print(f"error: permanent failure, not retried: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except TransientFailure as error:
         print(f"error: transient failure: {error}", file=sys.stderr)

@@ -19,6 +19,7 @@ from egoeval.stage import command_env
 
 REPO = Path(__file__).resolve().parents[1]
 TEST_DATA = REPO / "tests" / "data"  # real fixtures with their source and licence (README there)
+EGOEVAL = str(Path(sys.executable).with_name("egoeval"))  # the console script beside the running interpreter
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

@@ -149,6 +149,7 @@ def test_tracker_results_folder_reproduces_or_differs(rederived: Rederived, tmp_
     assert f"DIFF  sequences/{sorted(folder.glob('*.txt'))[1].stem}/" not in text  # the other sequences reproduce
 
 
+@pytest.mark.bad_input
 @pytest.mark.parametrize(
     ("content", "message"),
     [
@@ -165,6 +166,7 @@ def test_unreadable_reports_are_bad_input(tmp_path: Path, content: str, message:
     assert f"{tmp_path / 'report.json'}: {message}" in capsys.readouterr().err
 
 
+@pytest.mark.bad_input
 def test_a_missing_report_and_an_empty_folder_are_bad_input(tmp_path: Path, capsys) -> None:
     assert main([str(tmp_path / "absent.json")]) == 2
     assert "absent.json: no such file or folder" in capsys.readouterr().err

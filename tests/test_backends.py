@@ -21,6 +21,7 @@ from PIL import Image
 from egoeval.backends import (
     ChatRequest,
     Decoding,
+    EndpointError,
     ImagePart,
     Message,
     PermanentError,
@@ -31,7 +32,7 @@ from egoeval.backends import (
     request_key,
 )
 from egoeval.backends.client import ModelClient
-from egoeval.backends.openai import parse_retry_after
+from egoeval.backends.openai import OpenAIBackend, parse_retry_after
 from egoeval.cache import ResponseCache
 from egoeval.io import InputError
 from egoeval.limiter import AdaptiveLimiter, Outcome, RetriesExhausted, call_with_retries
@@ -141,8 +142,6 @@ def test_openai_sends_images_as_data_urls_and_the_key_from_the_environment(monke
         ("malformed", TransientError, "malformed response body"),
         ("empty", TransientError, "empty response body"),
         ("refusal", PermanentError, "refusal: I cannot help with that."),
-        ("400", PermanentError, "http 400"),
-        ("401", PermanentError, "http 401"),
     ],
 )
 def test_faults_map_to_transient_or_permanent(monkeypatch, fault: str, kind: type, reason: str) -> None:
@@ -191,6 +190,55 @@ def test_transient_faults_are_retried_then_cached_and_never_sent_again(tmp_path:
     assert_secret_absent(tmp_path)
 
 
+@pytest.mark.bad_input
+@pytest.mark.parametrize(
+    ("fault", "answered", "fix"),
+    [
+        ("400", "answered http 400", "the model's name, max_tokens and temperature"),
+        ("401", "answered http 401", f"set a valid key in ${KEY_ENV}"),
+        ("403", "answered http 403", f"check ${KEY_ENV}"),
+        ("404", "answered http 404", "check base_url"),
+        ("html", "answered 200 with a non-JSON body (text/html", "check base_url"),
+    ],
+)
+def test_endpoint_faults_are_permanent_and_name_the_endpoint_and_the_fix(
+    monkeypatch, fault: str, answered: str, fix: str
+) -> None:
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    with OpenAIServer(schedule=[fault]) as server:
+        backend = make_backend(spec(server))
+        try:
+            with pytest.raises(EndpointError) as caught:
+                backend.complete(chat())
+        finally:
+            backend.close()
+    message = str(caught.value)
+    assert message.startswith(f"{server.url}/chat/completions") and answered in message and fix in message
+    assert SECRET not in message  # the 401 body echoes the Authorization header back
+
+
+@pytest.mark.bad_input
+@pytest.mark.parametrize(
+    ("base_url", "key", "fix"),
+    [
+        ("127.0.0.1:8000/v1", "sk-fine", "check base_url in params.yaml (http:// or https://"),
+        ("ftp://127.0.0.1:8000/v1", "sk-fine", "check base_url in params.yaml"),
+        (None, "sk-line\n", f"fix the environment variable {KEY_ENV}"),
+        (None, "sk-\u00e9", f"fix the environment variable {KEY_ENV}"),
+    ],
+)
+def test_a_bad_url_or_key_fails_before_anything_is_sent(monkeypatch, base_url: str | None, key: str, fix: str) -> None:
+    monkeypatch.setenv(KEY_ENV, key)
+    with OpenAIServer() as server:
+        backend = OpenAIBackend(model="m", base_url=base_url or server.url, api_key_env=KEY_ENV, timeout_s=2.0)
+        try:
+            with pytest.raises(EndpointError, match=re.escape(fix)) as caught:
+                backend.complete(chat())
+        finally:
+            backend.close()
+    assert key.strip() not in str(caught.value) and server.requests == []
+
+
 def test_retries_exhausted_are_reported_and_not_cached(tmp_path: Path) -> None:
     with OpenAIServer(per_request=["503"] * 10) as server, ResponseCache(tmp_path / "c.sqlite") as cache:
         client = ModelClient.from_spec(spec(server, max_retries=2), cache)
@@ -203,14 +251,43 @@ def test_retries_exhausted_are_reported_and_not_cached(tmp_path: Path) -> None:
 
 
 def test_permanent_errors_are_not_retried(tmp_path: Path) -> None:
-    with OpenAIServer(per_request=["400"] * 10) as server, ResponseCache(tmp_path / "c.sqlite") as cache:
+    with OpenAIServer(per_request=["refusal"] * 10) as server, ResponseCache(tmp_path / "c.sqlite") as cache:
         client = ModelClient.from_spec(spec(server), cache)
+        try:
+            done = client.complete(chat())  # a refusal is this request's answer: recorded, not raised
+            with pytest.raises(EndpointError):  # a wrong endpoint would fail every call: raised
+                server.per_request = ["400"] * 10
+                client.complete(chat("another question"))
+        finally:
+            client.close()
+    assert done.response is None and done.error.startswith("refusal")
+    assert len(server.requests) == 2
+
+
+@pytest.mark.bad_input
+def test_a_retry_after_longer_than_retry_max_s_ends_the_call_and_holds_the_others(tmp_path: Path) -> None:
+    with OpenAIServer(per_request=["429"] * 10, retry_after=3600) as server, ResponseCache(tmp_path / "c") as cache:
+        client = ModelClient.from_spec(spec(server, max_retries=6, retry_max_s=30), cache)
+        try:
+            done = client.complete(chat())
+            second = client.complete(chat("another question"))  # the same server asked for an hour's pause
+        finally:
+            client.close()
+    reason = "the server asks to wait 3600 s (Retry-After), longer than retry_max_s (30 s): not waiting"
+    assert done.response is None and done.error == f"http 429: {reason}"
+    assert second.response is None and "longer than retry_max_s (30 s): not waiting" in second.error
+    assert len(server.requests) == 1  # nothing sent while the server asked for a pause
+
+
+@pytest.mark.bad_input
+def test_a_reply_that_trickles_is_cut_at_timeout_s(tmp_path: Path) -> None:
+    with OpenAIServer(per_request=["trickle"] * 10, hang_s=30) as server, ResponseCache(tmp_path / "c") as cache:
+        client = ModelClient.from_spec(spec(server, max_retries=1, timeout_s=0.5, retry_base_s=0.01), cache)
         try:
             done = client.complete(chat())
         finally:
             client.close()
-    assert done.response is None and done.error.startswith("http 400")
-    assert len(server.requests) == 1
+    assert done.error == "timeout (the reply took longer than timeout_s, 0.5 s) after 1 retries"
 
 
 def test_call_with_retries_honours_retry_after() -> None:
@@ -226,7 +303,7 @@ def test_call_with_retries_honours_retry_after() -> None:
 
     limiter = AdaptiveLimiter(4)
     assert (
-        call_with_retries(flaky, max_retries=3, base_delay=0.01, max_delay=0.02, rng=random.Random(0), limiter=limiter)
+        call_with_retries(flaky, max_retries=3, base_delay=0.01, max_delay=0.5, rng=random.Random(0), limiter=limiter)
         == "ok"
     )
     assert calls[1] - calls[0] >= 0.2
@@ -420,6 +497,7 @@ def test_minilm_baseline_loads_offline_and_picks_the_related_option() -> None:
         backend.complete(question_request(False, "", options, setting="video"))
 
 
+@pytest.mark.bad_input
 def test_bad_model_entries_are_input_errors_naming_params() -> None:
     with pytest.raises(InputError, match=r"params.yaml: unknown backend 'gpt' for model 'x'; known: openai, random"):
         make_backend({"backend": "gpt", "name": "x"})

@@ -7,19 +7,27 @@ test_frames.py, test_mot_io.py, test_egohumans_formats.py and test_egohumans_sta
 from __future__ import annotations
 
 import io
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import write_params
+from conftest import EGOEVAL, TEST_DATA, write_params
 from PIL import Image
 
+from egoeval.egohumans.formats import read_det_txt, read_tracking_annotation
 from egoeval.egonormia.artifacts import read_items
 from egoeval.egonormia.inference import run_inference
+from egoeval.egonormia.schema import read_official_json
 from egoeval.io import InputError
+from egoeval.mot import read_mot
+from egoeval.stage import command_env
 from stages.egonormia import infer as infer_stage
 from stages.egonormia.parse import parse_responses
 
+pytestmark = pytest.mark.bad_input
 CHANCE = [{"backend": "random", "name": "chance"}]
 
 
@@ -129,3 +137,116 @@ def test_bad_responses_name_file_and_row(tmp_path: Path, column: str, row: int, 
         parse_responses(items, responses, responses_path=path)
     assert caught.value.path == str(path) and caught.value.row == row
     assert message in str(caught.value)
+
+
+# ---------------------------------------------------------------- files the stages and commands read
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (b"this is not a database, just text" * 40, "DatabaseError: file is not a database"),
+        (None, "OperationalError: unable to open database file"),  # a folder where the file should be
+    ],
+)
+def test_an_unusable_response_cache_names_its_file(tmp_path: Path, content: bytes | None, reason: str) -> None:
+    cache = tmp_path / "cache" / "responses.sqlite"
+    if content is None:
+        cache.mkdir(parents=True)
+    else:
+        cache.parent.mkdir(parents=True)
+        cache.write_bytes(content)
+    items = make_items(2)
+    index = write_frames(tmp_path / "frames", items)
+    params = {"settings": ["blind"], "seed": 0, "max_failure_rate": 0.1, "cache_dir": tmp_path / "cache"}
+    with pytest.raises(InputError) as caught:
+        run_inference(items, index, tmp_path / "frames", descriptions(items), CHANCE, params)
+    assert caught.value.path == str(cache) and reason in str(caught.value) and "move it away" in str(caught.value)
+
+
+def test_a_clip_listed_twice_in_the_official_json_is_an_error(tmp_path: Path) -> None:
+    record = json.loads((TEST_DATA / "egonormia" / "ood_robot.json").read_text())
+    clip, entry = next(iter(record.items()))
+    body = json.dumps({clip: entry})[1:-1]
+    path = tmp_path / "final_data.json"
+    path.write_text("{" + body + ", " + body + "}")  # json.loads alone would keep the second copy silently
+    with pytest.raises(InputError) as caught:
+        read_official_json(path)
+    assert caught.value.path == str(path) and f"the key {clip!r} appears twice" in str(caught.value)
+
+
+def test_an_annotation_repeating_a_key_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "tracking_ego_rgb.json"
+    path.write_text('{"videos": [], "images": [], "annotations": [], "images": []}')
+    with pytest.raises(InputError, match="the key 'images' appears twice"):
+        read_tracking_annotation(path)
+
+
+@pytest.mark.parametrize("reader", ["det.txt", "mot"])
+def test_a_latin1_byte_in_a_detections_file_names_file_and_line(tmp_path: Path, reader: str) -> None:
+    path = tmp_path / "det.txt"
+    path.write_bytes(b"1,-1,10,10,5,5,0.9\n2,-1,10,10,5,5,0.9 caf\xe9\n")
+    with pytest.raises(InputError) as caught:
+        read_det_txt(path, "seq") if reader == "det.txt" else read_mot(path, kind="pred")
+    assert caught.value.path == str(path) and "UTF-8" in str(caught.value)
+
+
+SCORE_NORMS_BAD = {
+    "empty object": ("{}", "no clip carries a model entry"),
+    "a list": ("[1, 2]", "the top level is not an object of clips"),
+    "not JSON": ("{not json", "not a readable JSON file"),
+    "a repeated clip": ('{"c": {}, "c": {}}', "the key 'c' appears twice"),
+    "no best entry": ('{"c": {"m": {"sensible": {}}}}', "clip 'c', model 'm'"),
+    "short results": ('{"c": {"m": {"best": {"results": [1], "correct": [1, 1]}, "sensible": {}}}}', "two entries"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SCORE_NORMS_BAD))
+def test_score_norms_refuses_what_it_cannot_score(tmp_path: Path, case: str) -> None:
+    content, message = SCORE_NORMS_BAD[case]
+    path = tmp_path / "eval.json"
+    path.write_text(content)
+    run = subprocess.run([EGOEVAL, "score-norms", "--official-eval", str(path)], capture_output=True, text=True)
+    assert run.returncode == 2 and message in run.stderr and "Traceback" not in run.stderr, run.stderr
+    assert str(path) in run.stderr and run.stdout == ""
+
+
+def test_score_norms_into_a_closed_pipe_stops_quietly(tmp_path: Path) -> None:
+    models = {f"model-{m}": {"best": {"results": [0, 0], "correct": [0, 1]}, "sensible": {}} for m in range(20000)}
+    path = tmp_path / "eval.json"
+    path.write_text(json.dumps({"clip": models}))
+    run = subprocess.run(
+        f"'{EGOEVAL}' score-norms --official-eval '{path}' | head -n 2; echo \"status ${{PIPESTATUS[0]}}\"",
+        shell=True,
+        executable="/bin/bash",
+        capture_output=True,
+        text=True,
+    )
+    assert run.stdout.splitlines()[0].split()[:2] == ["model", "n"] and run.stdout.splitlines()[-1] == "status 141"
+    assert "BrokenPipeError" not in run.stderr and "Traceback" not in run.stderr, run.stderr
+
+
+# ---------------------------------------------------------------- a stage run before the stages it needs
+
+MISSING_UPSTREAM = {
+    "stages.egonormia.frames": "data/egonormia/fetched/items.parquet",
+    "stages.egonormia.describe": "data/egonormia/fetched/items.parquet",
+    "stages.egonormia.infer": "data/egonormia/fetched/items.parquet",
+    "stages.egonormia.parse": "data/egonormia/fetched/items.parquet",
+    "stages.egonormia.score": "data/egonormia/fetched/items.parquet",
+    "stages.egohumans.detect --mode gt": "data/egohumans/fetched/sequences.json",
+    "stages.egohumans.track --tracker bytetrack --mode gt": "data/egohumans",
+    "stages.egohumans.score": "data/egohumans",
+}
+
+
+@pytest.mark.parametrize("command", sorted(MISSING_UPSTREAM))
+def test_a_stage_without_its_inputs_names_the_missing_file(tmp_path: Path, command: str) -> None:
+    write_params(tmp_path)
+    run = subprocess.run(
+        [sys.executable, "-m", *command.split()], cwd=tmp_path, env=command_env(), capture_output=True, text=True
+    )
+    assert run.returncode == 2, run.stdout + run.stderr
+    (line,) = [line for line in run.stderr.splitlines() if line.startswith("error: bad input: ")]
+    assert MISSING_UPSTREAM[command] in line and "Traceback" not in run.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["params.yaml"]  # nothing written

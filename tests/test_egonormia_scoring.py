@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import write_params
+from conftest import EGOEVAL, write_params
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -33,7 +32,6 @@ from stages.egonormia import parse as parse_stage
 from stages.egonormia import score as score_stage
 
 REPO = Path(__file__).resolve().parents[1]
-EGOEVAL = Path(sys.executable).with_name("egoeval")  # the console script of the interpreter running the tests
 
 # ------------------------------------------------------------------ a tiny example, worked out by hand
 #
@@ -405,7 +403,7 @@ def test_cli_score_norms(tmp_path: Path) -> None:
     source, out = tmp_path / "eval.json", tmp_path / "out" / "scores.json"
     source.write_text(json.dumps(data))
     done = subprocess.run(
-        [str(EGOEVAL), "score-norms", "--official-eval", str(source), "--json", str(out)],
+        [EGOEVAL, "score-norms", "--official-eval", str(source), "--json", str(out)],
         capture_output=True,
         text=True,
         check=False,
@@ -430,8 +428,8 @@ def test_cli_score_norms(tmp_path: Path) -> None:
     assert len({len(line) for line in lines}) == 1  # aligned
 
     source.write_text(json.dumps({"a": {"m": {"best": {"results": [1, 1], "correct": [1, 1]}}}}))
-    bad = subprocess.run([str(EGOEVAL), "score-norms", "--official-eval", str(source)], capture_output=True, text=True)
+    bad = subprocess.run([EGOEVAL, "score-norms", "--official-eval", str(source)], capture_output=True, text=True)
     assert bad.returncode == 2
     assert str(source) in bad.stderr and "clip 'a'" in bad.stderr and "sensible" in bad.stderr
     source.write_text("{not json")
-    assert subprocess.run([str(EGOEVAL), "score-norms", "--official-eval", str(source)]).returncode == 2
+    assert subprocess.run([EGOEVAL, "score-norms", "--official-eval", str(source)]).returncode == 2

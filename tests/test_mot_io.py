@@ -88,6 +88,7 @@ def test_empty_file_gives_empty_frame(tmp_path: Path, text: str) -> None:
 GOOD = "1,1,0,0,5,5,1,-1,-1,-1\n"
 
 
+@pytest.mark.bad_input
 @pytest.mark.parametrize(
     ("bad", "row", "message"),
     [
@@ -115,12 +116,14 @@ def test_bad_rows_name_file_and_line(tmp_path: Path, bad: str, row: int, message
     assert message in str(info.value)
 
 
+@pytest.mark.bad_input
 def test_header_line_is_rejected_at_row_1(tmp_path: Path) -> None:
     with pytest.raises(InputError) as info:
         read_mot(write(tmp_path, "frame,id,x,y,w,h,conf\n" + GOOD), kind="pred")
     assert info.value.row == 1
 
 
+@pytest.mark.bad_input
 def test_duplicate_id_in_a_frame_names_both_rows(tmp_path: Path) -> None:
     # Duplicates count before zero-marked rows are dropped (TrackEval checks them on the raw file).
     text = GOOD + "1,2,0,0,5,5,1,-1,-1,-1\n\n2,1,0,0,5,5,1,-1,-1,-1\n1,2,9,9,5,5,0,-1,-1,-1\n"
@@ -130,6 +133,7 @@ def test_duplicate_id_in_a_frame_names_both_rows(tmp_path: Path) -> None:
     assert "id 2 appears twice in frame 1 (rows 2 and 5)" in str(info.value)
 
 
+@pytest.mark.bad_input
 def test_unknown_kind_and_missing_file(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="kind"):
         read_mot(write(tmp_path, GOOD), kind="det")  # type: ignore[arg-type]

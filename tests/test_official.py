@@ -56,7 +56,7 @@ REPLIES: list[str | Fault] = [
     "[]",
     "[2.0, 3]",
     "None of these",
-    Fault("400"),
+    Fault("500"),
     Fault("refusal"),
 ]
 
@@ -96,7 +96,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         (frames / f"{clip_id}.jpg").write_bytes(jpeg(k))
     index = pd.DataFrame({"id": items["id"], "image": [f"{i}.jpg" for i in items["id"]], "error": ""})
     specs = [
-        {"backend": "openai", "name": name, "base_url": None, "concurrency": 2, "max_retries": 2, "retry_base_s": 0.01}
+        {"backend": "openai", "name": name, "base_url": None, "concurrency": 2, "max_retries": 0, "retry_base_s": 0.01}
         for name in MODELS
     ]
     infer = {

@@ -4,11 +4,16 @@
 temporary Prefect server and database, against a loopback OpenAI-compatible server. The key is a canary made at run
 time; afterwards no file of the project (DVC's cache, the response cache, Prefect's results and report), of Prefect's
 home (its database holds the task logs and artifacts) and no line of the run's output holds it, plain or base64.
+
+The server refuses the key with a 401 that echoes it back (a careless proxy): a permanent failure, so the describe
+stage stops at once (exit 2), the flow does not retry it (every call reached the server once), and the EgoNormia
+metrics and plots stay as they were.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import secrets
 import subprocess
 import sys
@@ -64,9 +69,8 @@ def test_api_key_reaches_only_the_server(tmp_path: Path) -> None:
     for accepted in ("metrics/baseline.json", "metrics/baseline.lock.json"):
         (root / accepted).unlink(missing_ok=True)
     home = tmp_path / "prefect-home"
-    # The first request is refused with a 401 that echoes the Authorization header (a careless proxy), so the
-    # describe stage prints that error and the Prefect task log records it.
-    with OpenAIServer(schedule=["401", "500", "429"]) as server:
+    kept = {name: (root / name).read_bytes() for name in ("metrics/egonormia.json", "plots/egonormia/categories.csv")}
+    with OpenAIServer(per_request=["401"] * 5) as server:
         params = yaml.safe_load((root / "params.yaml").read_text())
         params["egonormia"]["describe"]["source"] = "model"
         params["egonormia"]["model"].update(
@@ -87,15 +91,22 @@ def test_api_key_reaches_only_the_server(tmp_path: Path) -> None:
             timeout=600,
         )
         requests = list(server.requests)
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    assert "flow run: Completed" in run.stdout
+    assert run.returncode == 1, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "flow run: Failed" in run.stdout and "stages not completed: egonormia_describe" in run.stdout
+    summary = {row.split()[0]: row.split()[1] for row in run.stdout.splitlines() if row.startswith("ego")}
+    assert summary["egonormia_describe"] == "Failed" and summary["egohumans_score"] == "Completed"
+    # one attempt per call: neither the client nor the flow retried a permanent failure
+    assert requests and all(r.fault == "401" for r in requests)
+    assert len({json.dumps(r.body, sort_keys=True) for r in requests}) == len(requests) <= 4  # each call once
+    for name, content in kept.items():
+        assert (root / name).read_bytes() == content, f"{name} changed by a failed run"
 
     # Not vacuous: the key was sent, with every request, and the echoed 401 went through the logged path.
-    assert requests and all(r.headers.get("Authorization") == f"Bearer {canary}" for r in requests)
-    assert requests[0].fault == "401"
+    assert all(r.headers.get("Authorization") == f"Bearer {canary}" for r in requests)
     artifacts, logs = prefect_records(home)
-    assert any("loopback-vlm" in data for data in artifacts), "the report artifact is missing"
-    assert any("http 401" in message and "Bearer ***" in message for message in logs), "the 401 was not logged"
+    assert any("egohumans" in data for data in artifacts), "the report artifact is missing"
+    permanent = [m for m in logs if "permanent failure, not retried" in m and "answered http 401" in m]
+    assert permanent and all("Bearer ***" in m and f"${KEY_ENV}" in m for m in permanent), "the 401 was not logged"
 
     forms = encodings(canary)
     assert holders(root, forms) == []  # workspace, .dvc/cache, .egoeval-cache (responses, Prefect results, report)

@@ -76,9 +76,31 @@ BAD = [
     ("flows.timezone", "CEST", ["flows.timezone", "IANA"]),
     ("flows.retries", -2, ["flows.retries", "greater than or equal to 0"]),
     ("flows.dask_workers", 0, ["flows.dask_workers", "greater than or equal to 1"]),
+    ("egonormia.model.temperature", 3.0, ["egonormia.model.temperature", "less than or equal to 2"]),
+    ("egonormia.model.temperature", "hot", ["egonormia.model.temperature", "'hot'", "a number"]),
+    ("egonormia.model.max_tokens", 0, ["egonormia.model.max_tokens", "greater than or equal to 1"]),
+    ("egonormia.model.timeout_s", 0, ["egonormia.model.timeout_s", "greater than 0"]),
+    ("egonormia.model.retry_max_s", -1, ["egonormia.model.retry_max_s", "greater than 0"]),
+    ("egonormia.model.concurrency", 0, ["egonormia.model.concurrency", "greater than or equal to 1"]),
+    ("egonormia.model.concurrency", 8.5, ["egonormia.model.concurrency", "8.5", "integer"]),
+    ("egonormia.model.api_key_env", "MY KEY", ["egonormia.model.api_key_env", "pattern"]),
+    ("egonormia.model.base_url", "ftp://host/v1", ["egonormia.model.base_url", "http:// or https://"]),
+    ("egonormia.model.name", "", ["egonormia.model.name", "at least 1 character"]),
+    ("egonormia.baselines", "chance", ["egonormia.baselines", "a list"]),
+    ("egonormia.infer.seed", "abc", ["egonormia.infer.seed", "integer"]),
+    ("egonormia.score.bootstrap_seed", -3, ["egonormia.score.bootstrap_seed", "greater than or equal to 0"]),
+    ("egonormia.sample.fps", 0, ["egonormia.sample.fps", "greater than or equal to 1"]),
+    ("egohumans.score.iou_threshold", -0.1, ["egohumans.score.iou_threshold", "greater than 0"]),
+    ("egohumans.track.bytetrack.match_thresh", 1.5, ["bytetrack.match_thresh", "between 0 and 1"]),
+    ("egohumans.detect.yolo_batch", 0, ["egohumans.detect.yolo_batch", "greater than or equal to 1"]),
+    ("egohumans.detect.yolo_weights", 3, ["egohumans.detect.yolo_weights", "a string"]),
+    ("egohumans.sample.sequences", 0, ["egohumans.sample.sequences", "greater than or equal to 1"]),
+    ("flows.tolerance", -1, ["flows.tolerance", "greater than or equal to 0"]),
+    ("flows.baseline", 5, ["flows.baseline", "a string"]),
 ]
 
 
+@pytest.mark.bad_input
 @pytest.mark.parametrize(("key", "value", "words"), BAD, ids=[f"{k}={v!r}" for k, v, _ in BAD])
 def test_bad_param_is_named(key: str, value: Any, words: list[str]) -> None:
     with pytest.raises(ParamsError) as caught:
@@ -89,6 +111,7 @@ def test_bad_param_is_named(key: str, value: Any, words: list[str]) -> None:
         assert word in message, message
 
 
+@pytest.mark.bad_input
 def test_every_error_is_listed_at_once() -> None:
     params = edited("egonormia.model.temprature", 0.7)
     params["egohumans"]["score"]["iou_threshold"] = 50
@@ -97,6 +120,7 @@ def test_every_error_is_listed_at_once() -> None:
     assert "temprature" in str(caught.value) and "iou_threshold" in str(caught.value)
 
 
+@pytest.mark.bad_input
 def test_unknown_section_and_not_a_mapping() -> None:
     with pytest.raises(ParamsError, match="egonormiaa: unknown key \\(did you mean 'egonormia'\\?\\)"):
         validate_params({**BASE, "egonormiaa": {}})
@@ -109,6 +133,7 @@ def test_the_repository_params_are_valid() -> None:
     assert settings.egonormia.infer.settings == ["blind", "pipeline", "video"]
 
 
+@pytest.mark.bad_input
 def test_unreadable_and_malformed_files(tmp_path: Path) -> None:
     with pytest.raises(ParamsError, match="cannot read"):
         load_settings(tmp_path / "missing.yaml")
@@ -118,6 +143,7 @@ def test_unreadable_and_malformed_files(tmp_path: Path) -> None:
         load_settings(broken)
 
 
+@pytest.mark.bad_input
 def test_check_params_command(tmp_path: Path) -> None:
     ok = subprocess.run([str(EGOEVAL), "check-params", str(REPO / "params.yaml")], capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr
@@ -128,6 +154,7 @@ def test_check_params_command(tmp_path: Path) -> None:
     assert "egonormia.model.temprature: unknown key (did you mean 'temperature'?)" in run.stderr
 
 
+@pytest.mark.bad_input
 def test_a_stage_refuses_bad_params_before_any_work(tmp_path: Path) -> None:
     """The stage CLI exits 2 naming the key, and writes nothing (here: no fetched folder appears)."""
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(edited("egonormia.fetch.split", "test")))

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar
 
+from egoeval.stage import PermanentFailure
+
 
 @dataclass(frozen=True)
 class TextPart:
@@ -110,7 +112,14 @@ class TransientError(BackendError):
 
 
 class PermanentError(BackendError):
-    """Not retryable: bad requests, authentication, refusals, a question the backend cannot answer."""
+    """Not retryable, and about this one request: a refusal, a question the backend cannot answer."""
+
+
+class EndpointError(PermanentError, PermanentFailure):
+    """Every call would fail the same way (a wrong key, URL, model name or endpoint): the stage stops, exit 2.
+
+    The message names the endpoint, what it answered and the param or environment variable to fix.
+    """
 
 
 class Backend(ABC):

@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from egoeval.backends import Backend, BackendError, ChatRequest, make_backend, request_key
+from egoeval.backends import Backend, BackendError, ChatRequest, EndpointError, make_backend, request_key
 from egoeval.cache import ResponseCache
 from egoeval.limiter import AdaptiveLimiter, call_with_retries
 
@@ -24,7 +24,8 @@ class ModelClient:
     """A backend plus its pacing (AIMD limiter, retries with jittered backoff) and the shared response cache.
 
     A key found in the cache is never sent again; only successes are stored. With ``cache_only`` a miss is
-    an error and nothing is sent.
+    an error and nothing is sent. A failed call is returned as a Completion with its error, except an
+    EndpointError (a wrong key, URL or model: every call would fail alike), which is raised.
     """
 
     def __init__(
@@ -49,6 +50,7 @@ class ModelClient:
         self._lock = threading.Lock()
         self.calls = 0  # completed calls that reached the backend (successes and failures)
         self.hits = 0
+        self.broken: EndpointError | None = None  # once the endpoint is known wrong, nothing more is sent
 
     @classmethod
     def from_spec(cls, spec: dict[str, Any], cache: ResponseCache, *, cache_only: bool = False) -> ModelClient:
@@ -71,6 +73,8 @@ class ModelClient:
             return Completion(cached, "", key)
         if self.cache_only:
             return Completion(None, "not in the response cache (cache-only mode)", key)
+        if self.broken is not None:
+            raise self.broken
         start = time.monotonic()
         try:
             text = call_with_retries(
@@ -81,6 +85,9 @@ class ModelClient:
                 rng=self._rng,
                 limiter=self.limiter,
             )
+        except EndpointError as error:
+            self.broken = error
+            raise  # every call would fail alike: the stage stops (exit 2)
         except BackendError as error:
             return Completion(None, str(error) or type(error).__name__, key)
         finally:

@@ -11,7 +11,6 @@ MOTChallenge mark for "ignore"); every other box has ``conf == 1``. Frames are M
 
 from __future__ import annotations
 
-import json
 import os
 import pickle
 from collections.abc import Callable
@@ -22,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from egoeval.io import InputError
+from egoeval.io import InputError, read_json
 
 GT_COLUMNS = ["frame", "id", "x", "y", "w", "h", "conf"]
 DETECTION_COLUMNS = ["sequence", "frame", "x", "y", "w", "h", "score"]
@@ -278,10 +277,7 @@ def _read_ground_truth(doc: dict[str, Any], path: Path, images: pd.DataFrame, vi
 def read_tracking_annotation(path: str | os.PathLike[str]) -> TrackingAnnotation:
     """Read and validate a COCO-video tracking annotation (``tracking_ego_rgb.json`` layout)."""
     path = Path(path)
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise InputError(path, f"not a readable JSON file: {err}") from None
+    doc = read_json(path)
     if not isinstance(doc, dict):
         raise InputError(path, "the annotation must be a JSON object")
     videos = _read_videos(doc, path)
@@ -417,7 +413,15 @@ def read_detection_pickle(path: str | os.PathLike[str], images: pd.DataFrame) ->
 def read_det_txt(path: str | os.PathLike[str], sequence: str) -> pd.DataFrame:
     """MOTChallenge ``det.txt``: ``frame, id (-1), x, y, w, h, score[, ...]`` per line, frames 1-based."""
     path = Path(path)
-    lines = path.read_text(encoding="utf-8").splitlines()
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as error:
+        line = path.read_bytes()[: error.start].count(b"\n") + 1
+        raise InputError(
+            path, f"not UTF-8 text (byte {error.object[error.start]:#x}); save it as UTF-8", row=line
+        ) from None
+    except OSError as error:
+        raise InputError(path, f"cannot be read: {error.strerror}") from None
     rows, values = [], []
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():

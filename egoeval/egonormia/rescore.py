@@ -8,12 +8,11 @@ Exit 0 on success, 2 on bad input (the message names the file and the clip).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from egoeval.egonormia.scoring import METRICS, OfficialFormatError, score_official
-from egoeval.io import write_json
+from egoeval.io import InputError, read_json, write_json
 
 
 def format_table(models: dict[str, dict[str, float | int]]) -> str:
@@ -39,9 +38,13 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exit_:
         return int(exit_.code or 0)
     try:
-        data = json.loads(args.official_eval.read_text(encoding="utf-8"))
-        models = score_official(data)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, OfficialFormatError) as error:
+        models = score_official(read_json(args.official_eval))
+        if not models:
+            raise OfficialFormatError("no clip carries a model entry: nothing to score")
+    except InputError as error:
+        print(f"egoeval score-norms: {error}", file=sys.stderr)
+        return 2
+    except OfficialFormatError as error:
         print(f"egoeval score-norms: {args.official_eval}: {error}", file=sys.stderr)
         return 2
     print(format_table(models))

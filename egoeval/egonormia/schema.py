@@ -60,7 +60,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from egoeval.io import InputError, write_parquet
+from egoeval.io import InputError, read_json, write_parquet
 
 N_OPTIONS = 5
 CATEGORIES = (
@@ -286,10 +286,7 @@ def validate_items(
 
 def read_official_json(path: str | Path, notes: Counter | None = None) -> pd.DataFrame:
     """Items from the official repository's JSON layout (``correct``, ``sensibles``, ``desc``, taxonomy dict)."""
-    try:
-        data = json.loads(Path(path).read_bytes())
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(path, f"not valid JSON: {exc}") from exc
+    data = read_json(path)
     if not isinstance(data, dict):
         raise InputError(path, "expected an object mapping clip ids to clips")
     rows: list[dict[str, Any]] = []
@@ -375,10 +372,7 @@ def item_files(folder: str | Path, dataset: str = "egonormia") -> list[str]:
 def verified_ids(path: str | Path = SHIPPED_SPLIT) -> set[str]:
     """The ids of a ``{"split": [ids]}`` file (by default the shipped EgoNormia-verified split)."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_bytes())
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(path, f"not valid JSON: {exc}") from exc
+    data = read_json(path)
     ids = data.get("split") if isinstance(data, dict) else None
     if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
         raise InputError(path, 'expected {"split": [clip ids]}')

@@ -36,13 +36,13 @@ class ParamsError(InputError):
 
 def _fraction(value: float) -> float:
     if not 0 <= value <= 1:
-        hint = f"; {value:g} looks like a percent: write {value / 100:g}" if 1 < value <= 100 else ""
+        hint = f"; {value:g} looks like a percent: write {value / 100:g}" if 2 <= value <= 100 else ""
         raise ValueError(f"must be a fraction between 0 and 1{hint}")
     return value
 
 
 Fraction = Annotated[float, AfterValidator(_fraction)]
-"""A share in [0, 1]; a value in (1, 100] is reported as a percent written by mistake."""
+"""A share in [0, 1]; a value in [2, 100] is reported as a percent written by mistake."""
 PositiveInt = Annotated[int, Field(ge=1)]
 NonNegativeInt = Annotated[int, Field(ge=0)]
 PositiveFloat = Annotated[float, Field(gt=0)]

@@ -100,3 +100,23 @@ def test_default_strip_keeps_each_frame_legible() -> None:
     assert strip.shape[0] >= 180  # the old default (160 px squeezed into 2,048 px) gave 48 px
     short = frame_strip(frames[:5], frames_params.frame_height, frames_params.max_width)
     assert short.shape[:2] == (frames_params.frame_height, 5 * 640)  # no squeeze when it fits
+
+
+def test_long_gop_h264_with_b_frames_samples_the_same_pixels_as_a_full_decode(tmp_path: Path) -> None:
+    """One keyframe for the whole clip and B-frames: the sampler skips non-reference frames it is not asked for."""
+    import av
+
+    from egoeval.video import write_h264
+
+    k = np.arange(180)[:, None, None, None]
+    x = np.arange(160)[None, None, :, None]
+    frames = np.broadcast_to(((x * 3 + k * 7) % 256).astype(np.uint8), (180, 96, 160, 3)).copy()
+    frames[:, :, :, 1] = (k[:, :, :, 0] * 5) % 256  # every frame differs from its neighbours
+    path = write_h264(tmp_path / "long_gop.mp4", frames, fps=30, gop=1000, bframes=3)
+    with av.open(str(path)) as container:
+        keyframes = sum(packet.is_keyframe for packet in container.demux(container.streams.video[0]) if packet.size)
+        assert keyframes == 1
+    sampled = read_sampled_frames(path, fps=1.0)
+    everything = decode_all_frames(path)
+    assert sampled.indices == [0, 30, 60, 90, 120, 150] and len(everything) == 180
+    np.testing.assert_array_equal(sampled.frames, everything[sampled.indices])

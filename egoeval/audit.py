@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -33,8 +34,8 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from egoeval.cache import CACHE_DIR_ENV, CACHE_ONLY_ENV, cache_dir
-from egoeval.egonormia.artifacts import EVAL_JSON
+from egoeval.cache import CACHE_DIR_ENV, CACHE_FILE, CACHE_ONLY_ENV, ResponseCache, cache_file
+from egoeval.egonormia.artifacts import DESCRIPTIONS, EVAL_JSON, RESPONSES
 from egoeval.io import InputError, flatten_dotted
 from egoeval.pipeline import (
     StageInfo,
@@ -174,14 +175,22 @@ def rederive(root: Path, work: Path, targets: list[str], findings: Findings) -> 
     except CheckoutError as error:
         findings.differ(f"pinned inputs are not in the DVC cache (dvc pull?): {error}")
         return None
-    configured = load_settings(root / "params.yaml").egonormia.infer.cache_dir
-    env = command_env(**{CACHE_ONLY_ENV: "1", CACHE_DIR_ENV: str(cache_dir(root / configured).resolve())})
+    answers = work / ".egoeval-audit-answers"
+    unpulled = gather_answers(root, objects, answers, findings)
+    env = command_env(**{CACHE_ONLY_ENV: "1", CACHE_DIR_ENV: str(answers.resolve())})
     for stage in runs:
         run = subprocess.run(stage.cmd, shell=True, cwd=work, env=env, capture_output=True, text=True)
         if run.returncode != 0:
             tail = [line.strip() for line in run.stderr.splitlines() if line.strip()][-1:]
-            why = "missing items: " if tail and CACHE_MISS in tail[0] else ""
-            findings.differ(f"stage {stage.name} failed (exit {run.returncode}): {why}{' '.join(tail)}")
+            missing = re.search(r"(\d+) of \d+ (?:answers|descriptions) failed", tail[0]) if tail else None
+            if missing and CACHE_MISS in tail[0]:
+                where = f"not pulled: {', '.join(unpulled)}" if unpulled else "not in the pinned outputs either"
+                findings.differ(
+                    f"stage {stage.name}: {missing.group(1)} model answers are missing ({where}); `dvc pull` from a "
+                    f"remote that holds them, or re-deriving them costs {missing.group(1)} model calls"
+                )
+            else:
+                findings.differ(f"stage {stage.name} failed (exit {run.returncode}): {' '.join(tail)}")
             return None
     changes = [line for _, line in lock_changes(work, [stage.name for stage in runs], outs_only=True)]
     findings.listed([f"re-derived {line}" for line in changes], "outputs")
@@ -191,6 +200,42 @@ def rederive(root: Path, work: Path, targets: list[str], findings: Findings) -> 
     if not changes:
         findings.ok(f"{len(runs)} stages re-ran from pinned inputs and cached answers; every output equals dvc.lock's")
     return changes
+
+
+ANSWER_OUTPUTS = ((RESPONSES, "response"), (DESCRIPTIONS, "description"))
+"""Outputs that record model answers with their request keys: what a clone without the response cache replays."""
+
+
+def gather_answers(root: Path, objects: Path, folder: Path, findings: Findings) -> list[str]:
+    """A response cache in ``folder`` for a cache-only re-derivation: the local response cache, plus every answer
+    the pinned outputs recorded (a clone that pulled them from a DVC remote needs no local cache). Returns the
+    answer outputs that are pinned but not in the DVC cache."""
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / CACHE_FILE
+    local = cache_file(root / load_settings(root / "params.yaml").egonormia.infer.cache_dir)
+    from_local = 0
+    if local.is_file():
+        with ResponseCache(local) as cache:
+            cache.copy_to(target)
+            from_local = len(cache)
+    unpulled, from_outputs = [], 0
+    with ResponseCache(target) as cache:
+        for path, column in ANSWER_OUTPUTS:
+            try:
+                md5 = pinned_output(root, str(path))
+            except InputError:
+                continue  # not a stage of this pipeline
+            blob = objects / md5[:2] / md5[2:]
+            if not blob.is_file():
+                unpulled.append(str(path))
+                continue
+            table = pd.read_parquet(blob)
+            if "request_key" in table:
+                answered = table[(table["error"] == "") & (table["request_key"] != "")]
+                pairs = zip(answered["request_key"], answered[column], strict=True)
+                from_outputs += cache.seed(pairs, {"source": f"pinned {path}"})
+    findings.note(f"model answers: {from_local} from the local response cache, {from_outputs} more from pinned outputs")
+    return unpulled
 
 
 def _reason(error: str) -> str:

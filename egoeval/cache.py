@@ -14,7 +14,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +118,25 @@ class ResponseCache:
             return response
         stored = self.get(key)
         return response if stored is None else stored
+
+    def seed(self, answers: Iterable[tuple[str, str]], meta: dict[str, Any]) -> int:
+        """Store ``(key, response)`` pairs not yet stored (a key keeps its first value); returns how many were new."""
+        rows = [(key, response, json.dumps(meta, sort_keys=True), time.time()) for key, response in answers]
+        with self._write_lock, _named(self.path):
+            connection = self._connection()
+            before = connection.total_changes
+            connection.execute("BEGIN")
+            connection.executemany(
+                "INSERT INTO responses (key, response, meta, created) VALUES (?, ?, ?, ?) ON CONFLICT(key) DO NOTHING",
+                rows,
+            )
+            connection.execute("COMMIT")
+            return connection.total_changes - before
+
+    def copy_to(self, target: str | os.PathLike[str]) -> None:
+        """A consistent copy of the whole cache (SQLite's online backup), e.g. for a re-derivation to read."""
+        with _named(self.path), sqlite3.connect(target) as copy:
+            self._connection().backup(copy)
 
     def __len__(self) -> int:
         with _named(self.path):

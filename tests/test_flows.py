@@ -1,5 +1,6 @@
 """The Prefect orchestration (flows/): DVC-derived cache keys, caching across runs, retries, the regression report
-and sharded inference, on a small toy DVC project built in a temporary folder (and, marked slow, on this repo)."""
+and sharded inference, on a small toy DVC project built in a temporary folder (and on this repo); Prefect runs are
+slow."""
 
 from __future__ import annotations
 
@@ -291,6 +292,7 @@ def test_report_names_moved_metric_and_changed_inputs() -> None:
 # ---------------------------------------------------------------- python -m flows.nightly --once, twice
 
 
+@pytest.mark.slow  # a Prefect server
 def test_once_twice_second_run_all_cached(toy: Path, prefect_env: dict[str, str]) -> None:
     command = [sys.executable, "-m", "flows.nightly", "--once", "--root", str(toy)]
     first = _run(command, toy, prefect_env)
@@ -314,6 +316,7 @@ def test_once_twice_second_run_all_cached(toy: Path, prefect_env: dict[str, str]
 # ---------------------------------------------------------------- in-process flow runs on one temporary server
 
 
+@pytest.mark.slow  # a Prefect server
 def test_up_to_date_stages_are_cached_and_regression_fails_the_run(toy: Path, prefect_server: None) -> None:
     from flows.nightly import accept_baseline
 
@@ -348,6 +351,7 @@ def test_up_to_date_stages_are_cached_and_regression_fails_the_run(toy: Path, pr
     assert (toy / ".egoeval-cache/prefect/report.md").read_text() == markdown
 
 
+@pytest.mark.slow  # a Prefect server
 def test_transient_failures_retry_and_bad_input_does_not(toy: Path, prefect_server: None) -> None:
     set_params(toy, prepare={"fail_code": 75, "fail_times": 2})  # two transient failures, then success
     state, stages = run_flow(toy)
@@ -373,6 +377,7 @@ def test_transient_failures_retry_and_bad_input_does_not(toy: Path, prefect_serv
 # ---------------------------------------------------------------- scale-out: sharded inference on a LocalCluster
 
 
+@pytest.mark.slow  # a Prefect server
 def test_sharded_inference_on_two_workers_is_byte_identical(tmp_path: Path, prefect_server: None) -> None:
     import cv2
     import numpy as np

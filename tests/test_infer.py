@@ -297,7 +297,8 @@ def test_describe_from_the_dataset_and_from_a_model(tmp_path: Path, monkeypatch)
         write_stage_inputs(tmp_path, items, model_spec(server))
         assert describe_stage.main([]) == 0
         table = pd.read_parquet("data/egonormia/descriptions.parquet")
-        assert list(table.columns) == ["id", "description", "source", "error"]
+        assert list(table.columns) == ["id", "description", "source", "error", "request_key"]
+        assert (table["request_key"] == "").all()  # no model was asked
         assert table["error"].tolist() == ["", "no description in the dataset", ""]
         assert table["description"].iloc[2] == "Scene 2: a busy room." and (table["source"] == "dataset").all()
         params = yaml.safe_load(Path("params.yaml").read_text())
@@ -306,6 +307,7 @@ def test_describe_from_the_dataset_and_from_a_model(tmp_path: Path, monkeypatch)
         assert describe_stage.main([]) == 0
     table = pd.read_parquet("data/egonormia/descriptions.parquet")
     assert (table["error"] == "").all() and (table["source"] == "model:keyed-vlm").all()
+    assert table["request_key"].str.fullmatch("[0-9a-f]{64}").all()  # what the audit replays on another clone
     assert (table["description"] == "A person stands in a kitchen talking to a friend.").all()
     assert len(server.requests) == 3
     sent = [

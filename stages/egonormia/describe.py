@@ -25,13 +25,13 @@ from egoeval.egonormia.prompts import describe_request
 from egoeval.io import InputError, load_params, write_parquet
 from egoeval.stage import TransientFailure, run_stage
 
-COLUMNS = ["id", "description", "source", "error"]
+COLUMNS = ["id", "description", "source", "error", "request_key"]  # request_key: "" unless asked of a model
 
 
 def from_dataset(items: pd.DataFrame) -> pd.DataFrame:
     """The pinned description of every clip; a clip without one gets an error."""
     text = items["description"].fillna("").astype(str) if "description" in items else pd.Series("", items.index)
-    table = pd.DataFrame({"id": items["id"], "description": text, "source": "dataset"})
+    table = pd.DataFrame({"id": items["id"], "description": text, "source": "dataset", "request_key": ""})
     table["error"] = text.str.strip().eq("").map({True: "no description in the dataset", False: ""})
     return table[COLUMNS].sort_values("id", ignore_index=True)
 
@@ -55,8 +55,14 @@ def from_model(
         try:
             done = client.complete(describe_request(frames.jpeg(clip_id), decoding))
         except Unavailable as error:
-            return {"id": clip_id, "description": "", "source": source, "error": str(error)}
-        return {"id": clip_id, "description": done.response or "", "source": source, "error": done.error}
+            return {"id": clip_id, "description": "", "source": source, "error": str(error), "request_key": ""}
+        return {
+            "id": clip_id,
+            "description": done.response or "",
+            "source": source,
+            "error": done.error,
+            "request_key": done.key,
+        }
 
     try:
         with ThreadPoolExecutor(client.backend.concurrency, "describe") as pool:

@@ -6,7 +6,6 @@ reference frame must still be decoded, but B-frames nobody refers to are not, an
 converted to RGB. The pixels equal a full decode's (decord's, ``decode_all_frames``; tested).
 """
 
-
 from __future__ import annotations
 
 import math

@@ -7,7 +7,7 @@ import sys
 
 from bench import save
 
-BENCHES = ["bench.frames", "bench.infer_throughput", "bench.score_tracks"]
+BENCHES = ["bench.frames", "bench.infer_throughput", "bench.score_tracks", "bench.official_protocol"]
 
 
 def main(names: list[str]) -> int:

@@ -17,7 +17,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "score-tracks": ("egoeval.metrics.cli", "main", "score MOTChallenge tracker output (CLEAR, Identity, HOTA)"),
     "check-params": ("egoeval.settings", "check_params_main", "validate params.yaml (types, ranges, unknown keys)"),
     "audit": ("egoeval.audit", "main", "check that reported numbers reproduce from pinned inputs"),
-    "compare": ("egoeval.compare", "main", "our numbers beside the published ones (either benchmark)"),
+    "compare": ("egoeval.compare", "main", "print reported numbers beside the published ones"),
 }
 
 

@@ -1,64 +1,69 @@
-"""``egoeval compare METRICS``: our numbers beside the published ones, for either benchmark.
+"""``egoeval compare METRICS_JSON``: reported numbers beside the published ones, for either benchmark.
 
-Dispatches on the metrics file's benchmark (dvc.yaml ``meta.benchmark`` of the stage that writes it, else the
-file's name); each benchmark's half lives with its code (``COMPARERS``).
+The benchmark is the one dvc.yaml declares for that metrics file (``meta.benchmark``), else the file's stem; each
+benchmark's half lives with its code (``compare_report(metrics, params, **options) -> str``). EgoNormia takes two
+options: ``--dataset`` (default ``egonormia.fetch.dataset``) and ``--map OURS=PUBLISHED`` (beside
+``published_as`` in params.yaml).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from egoeval.io import PARAMS_FILE, InputError, load_params
-from egoeval.pipeline import benchmark_metrics, pipeline_stages
+
+HANDLERS = {"egohumans": "egoeval.egohumans.published", "egonormia": "egoeval.egonormia.published"}
 
 
-def _egonormia(metrics: dict[str, Any], args: argparse.Namespace) -> list[str]:
-    from egoeval.egonormia.published import PUBLISHED_FILE, comparison_lines, load_published, mapping_from_params
+def benchmark_of(path: Path, root: Path = Path(".")) -> str:
+    """The benchmark a metrics file belongs to (dvc.yaml's ``meta.benchmark``, else the file name)."""
+    from egoeval.pipeline import benchmark_metrics, pipeline_stages
 
-    params = load_params("egonormia", path=args.params) if Path(args.params).is_file() else {}
-    mapping = mapping_from_params(params) if params else {}
-    mapping |= dict(item.split("=", 1) for item in args.map)
-    dataset = args.dataset or params.get("fetch", {}).get("dataset", "egonormia")
-    return comparison_lines(metrics, load_published(args.published or PUBLISHED_FILE), dataset, mapping)
-
-
-COMPARERS = {"egonormia": _egonormia}
-
-
-def benchmark_of(path: Path) -> str:
-    """The benchmark whose stages write ``path`` (dvc.yaml), else the file's stem."""
     try:
-        declared = benchmark_metrics(pipeline_stages("."))
-    except Exception:
-        declared = {}
-    for benchmark, files in declared.items():
-        if any(Path(f).resolve() == path.resolve() for f in files):
-            return benchmark
+        for benchmark, files in benchmark_metrics(pipeline_stages(root)).items():
+            if any((root / f).resolve() == path.resolve() for f in files):
+                return benchmark
+    except InputError:
+        pass
     return path.stem
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="egoeval compare", description=__doc__.splitlines()[0])
-    parser.add_argument("metrics", type=Path)
-    parser.add_argument("--params", default=str(PARAMS_FILE), help="params.yaml with the published_as mapping")
-    parser.add_argument("--published", type=Path, help="published figures file (default: the bundled one)")
+    parser.add_argument("metrics", type=Path, help="a metrics file, e.g. metrics/egohumans.json")
+    parser.add_argument("--params", type=Path, default=PARAMS_FILE, help="params.yaml (default: ./params.yaml)")
     parser.add_argument("--dataset", help="EgoNormia: egonormia or ood_robot (default: egonormia.fetch.dataset)")
-    parser.add_argument("--map", action="append", default=[], metavar="OURS=PUBLISHED", help="extra name mapping")
-    args = parser.parse_args(argv)
-    try:
-        metrics = json.loads(args.metrics.read_text())
-        benchmark = benchmark_of(args.metrics)
-        if benchmark not in COMPARERS:
-            raise InputError(args.metrics, f"no published figures for benchmark {benchmark!r}")
+    parser.add_argument("--map", action="append", default=[], metavar="OURS=PUBLISHED", help="EgoNormia: a name map")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    options: dict[str, object] = {}
+    if args.dataset:
+        options["dataset"] = args.dataset
+    if args.map:
         if any("=" not in item for item in args.map):
-            raise InputError(PARAMS_FILE, "--map takes OURS=PUBLISHED")
-        lines = COMPARERS[benchmark](metrics, args)
-    except (OSError, json.JSONDecodeError, InputError) as error:
-        print(f"error: {error}", file=sys.stderr)
+            parser.error("--map takes OURS=PUBLISHED")
+        options["mapping"] = dict(item.split("=", 1) for item in args.map)
+    try:
+        try:
+            metrics = json.loads(args.metrics.read_text())
+        except (OSError, json.JSONDecodeError) as err:
+            raise InputError(args.metrics, f"not a readable metrics file: {err}") from None
+        benchmark = benchmark_of(args.metrics)
+        if benchmark not in HANDLERS:
+            raise InputError(
+                args.metrics, f"no published numbers for benchmark {benchmark!r} (known: {sorted(HANDLERS)})"
+            )
+        try:
+            handler = importlib.import_module(HANDLERS[benchmark])
+        except ModuleNotFoundError:
+            raise InputError(args.metrics, f"no published numbers for {benchmark} yet") from None
+        if options and benchmark != "egonormia":
+            raise InputError(args.metrics, f"--dataset and --map are EgoNormia options, not {benchmark}'s")
+        print(handler.compare_report(metrics, load_params(path=args.params), **options))
+    except InputError as err:
+        print(f"egoeval compare: {err}", file=sys.stderr)
         return 2
-    print("\n".join(lines))
     return 0

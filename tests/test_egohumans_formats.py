@@ -14,8 +14,10 @@ import pandas as pd
 import pytest
 
 from egoeval.egohumans.formats import (
+    calibration_path,
     check_detections_known,
     load_pickle,
+    read_aria_calibration,
     read_det_txt,
     read_detection_pickle,
     read_detections_parquet,
@@ -72,7 +74,8 @@ def test_codecs_encode_only_latin1(tmp_path: Path) -> None:
 
 
 def _images(names: list[str], sequence: str = "seq") -> pd.DataFrame:
-    return pd.DataFrame({"sequence": sequence, "frame": np.arange(1, len(names) + 1), "file_name": names})
+    n = len(names)
+    return pd.DataFrame({"sequence": sequence, "frame": np.arange(1, n + 1), "file_name": names, "order": np.arange(n)})
 
 
 @pytest.mark.parametrize("protocol", [2, 4, 5])
@@ -115,8 +118,34 @@ def test_detection_pickle_errors_name_file_and_key(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"row a\.jpg box 0: NaN"):
         read_detection_pickle(path, _images(["a.jpg"]))
     path.write_bytes(pickle.dumps([1, 2]))
-    with pytest.raises(InputError, match="det_bboxes"):
+    with pytest.raises(InputError, match="one entry per image: 2 for 1"):
         read_detection_pickle(path, _images(["a.jpg"]))
+    path.write_bytes(pickle.dumps(5))
+    with pytest.raises(InputError, match="expected a dict keyed by image path"):
+        read_detection_pickle(path, _images(["a.jpg"]))
+
+
+def test_the_four_mmtracking_pickle_layouts(tmp_path: Path) -> None:
+    """MOTChallengeDataset.load_detections: {det_bboxes: {name: ..}}, {name: ..}, {det_bboxes: [..]}, [..]; lists
+    follow mmtracking's image order (videos in file order, then frame_id)."""
+    doc = _doc()
+    ann = read_tracking_annotation(_write(tmp_path, doc))
+    order = ["a/0.jpg", "a/1.jpg", "a/2.jpg", "b/0.jpg"]  # video 1 (walk) first, as in the file
+    boxes = {name: [np.array([[k, k, k + 5, k + 10, 0.5]])] for k, name in enumerate(order)}
+    tables = []
+    for obj in (
+        {"det_bboxes": boxes, "keypoints_3d": {}, "roots_3d": {}},
+        boxes,
+        {"det_bboxes": list(boxes.values())},
+        list(boxes.values()),
+    ):
+        path = tmp_path / "d.pkl"
+        path.write_bytes(pickle.dumps(obj))
+        tables.append(read_detection_pickle(path, ann.images))
+    for table in tables[1:]:
+        pd.testing.assert_frame_equal(table, tables[0])
+    walk = tables[0][tables[0]["sequence"] == "walk"]
+    assert walk[["frame", "x"]].to_numpy().tolist() == [[1, 0], [2, 1], [3, 2]]
 
 
 # ----------------------------------------------------------------------------------------- COCO-video annotation
@@ -224,7 +253,9 @@ def test_annotation_to_mot_ground_truth(tmp_path: Path) -> None:
     assert seqs.loc["walk", ["length", "images", "width", "height"]].tolist() == [3, 3, 200, 100]
     assert np.isnan(seqs.loc["walk", "fps"]) and seqs.loc["fence", "fps"] == 20
     assert ann.images["frame"].tolist() == [1, 1, 2, 3]  # sorted by sequence: fence, then walk
-    assert ann.images.loc[ann.images["image_id"] == 11, "extrinsics"].item()[-1] == 0.5
+    pose = np.asarray(ann.images.loc[ann.images["image_id"] == 11, "extrinsics"].item()).reshape(4, 4)
+    assert pose[2, 3] == 0.5 and pose[3].tolist() == [0, 0, 0, 1]  # 3 x 4 read as 4 x 4
+    assert ann.images.loc[ann.images["image_id"] == 12, "extrinsics"].item() == []
 
 
 @pytest.mark.parametrize(
@@ -245,6 +276,11 @@ def test_annotation_to_mot_ground_truth(tmp_path: Path) -> None:
         (lambda d: d["annotations"][4].pop("instance_id"), "annotations[4]", "missing field 'instance_id'"),
         (lambda d: d["annotations"][4].update(category_id=1), "annotations[4]", "unknown category id 1"),
         (lambda d: d["videos"][1].update(name="../x"), "videos[1]", "plain file name"),
+        (lambda d: d["images"][0].update(extrinsics=[1.0] * 9), "images[0]", "16 numbers (4 x 4) or 12"),
+        (lambda d: d["images"][0].update(extrinsics=[1.0] * 16), "images[0]", "last row must be 0 0 0 1"),
+        (lambda d: d["annotations"][2].update(time_stamp=-1), "annotations[2]", "time_stamp must be an integer"),
+        (lambda d: d["annotations"][1].update(time_stamp=7), "annotations[1]", "differs from 0 of another box"),
+        (lambda d: d["videos"][1].update(name="walk"), "videos[1]", "set egohumans.fetch.duplicate_videos: drop"),
     ],
 )
 def test_annotation_errors_name_file_and_row(tmp_path: Path, mutate: Any, row: str, message: str) -> None:
@@ -315,3 +351,53 @@ def test_detections_parquet_and_known_images(tmp_path: Path) -> None:
     write_parquet(path, df.drop(columns="score"))
     with pytest.raises(InputError, match="missing columns"):
         read_detections_parquet(path)
+
+
+def test_time_stamps_and_official_extrinsics(tmp_path: Path) -> None:
+    doc = _doc()
+    doc["images"][0]["extrinsics"] = [float(v) for v in np.arange(12)] + [0, 0, 0, 1]
+    for a in doc["annotations"]:
+        a["time_stamp"] = 100 + a["image_id"]
+    ann = read_tracking_annotation(_write(tmp_path, doc))
+    images = ann.images.set_index("image_id")
+    assert images.loc[10, "extrinsics"] == [*map(float, range(12)), 0.0, 0.0, 0.0, 1.0]
+    assert images["time_stamp"].to_dict() == {20: 120, 10: 110, 11: 111, 12: 112}
+
+
+def test_duplicate_video_names_drop_keeps_the_first(tmp_path: Path) -> None:
+    """The official concatenation lists 003_fencing twice: ``drop`` keeps the first copy and says which it dropped."""
+    doc = _doc()
+    copy_of_walk = {"id": 3, "name": "walk"}
+    doc["videos"].append(copy_of_walk)
+    doc["images"].append({**doc["images"][0], "id": 30, "video_id": 3, "file_name": "a/0.jpg"})
+    doc["annotations"].append({**doc["annotations"][0], "id": 30, "image_id": 30, "video_id": 3})
+    path = _write(tmp_path, doc)
+    with pytest.raises(InputError, match=r"video name 'walk' appears twice \(videos\[0\] and videos\[2\]"):
+        read_tracking_annotation(path)
+    ann = read_tracking_annotation(path, duplicate_videos="drop")
+    assert ann.dropped_videos == ["walk"]
+    assert sorted(ann.ground_truth) == ["fence", "walk"] and len(ann.images) == 4
+    expected = read_tracking_annotation(_write(tmp_path / "..", _doc()))
+    pd.testing.assert_frame_equal(ann.ground_truth["walk"], expected.ground_truth["walk"])
+
+
+def _calib_text(rgb: list[float]) -> str:
+    other = " ".join(["2"] * 15) + "\n" + " ".join(["3"] * 12) + "\n"
+    return "header\naria01\n" + " ".join(map(str, rgb)) + "\n" + " ".join(["1"] * 12) + "\n" + other * 2
+
+
+def test_aria_calibration(tmp_path: Path) -> None:
+    assert calibration_path("big/seq/ego/aria03/images/rgb/00042.jpg") == ("big/seq/ego/aria03/calib/00042.txt", "rgb")
+    assert calibration_path("big/seq/ego/aria03/images/left/00042.jpg")[1] == "left"
+    assert calibration_path("big/seq/exo/cam01/images/00042.jpg") is None
+    path = tmp_path / "00042.txt"
+    path.write_text(_calib_text(list(range(15))))
+    intrinsics, extrinsics = read_aria_calibration(path, "rgb")
+    assert intrinsics == list(map(float, range(15))) and extrinsics == [1.0] * 12
+    assert read_aria_calibration(path, "right") == ([2.0] * 15, [3.0] * 12)
+    path.write_text(_calib_text(list(range(14))))
+    with pytest.raises(InputError, match=r"00042\.txt, row 3: expected 15 finite numbers, got 14"):
+        read_aria_calibration(path, "rgb")
+    path.write_text("header\naria01\n")
+    with pytest.raises(InputError, match="a header and 7 lines"):
+        read_aria_calibration(path, "rgb")

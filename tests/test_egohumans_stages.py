@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from egoeval.egohumans import fetching, tracking
 from egoeval.egohumans.formats import (
     DETECTION_COLUMNS,
     read_det_txt,
@@ -23,13 +24,17 @@ from egoeval.egohumans.formats import (
     read_detections_parquet,
     read_tracking_annotation,
 )
-from egoeval.io import InputError, verify_manifest, write_manifest
+from egoeval.io import InputError, verify_manifest
 from egoeval.mot import read_mot
 from stages.egohumans import detect, fetch, sample, score, track
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL = {"sequences": 2, "frames": 150, "fps": 30, "width": 320, "height": 180, "people": 4, "seed": 3}
-RUNS = ["botsort-file", "botsort-gt", "bytetrack-file", "bytetrack-gt"]
+RUNS = ["botsort-file", "botsort-gt", "botsort-official", "bytetrack-file", "bytetrack-gt", "bytetrack-official"]
+MODES = ["gt", "official", "file"]
+ANNOTATION = "benchmark/sample/all/coco_track/tracking_ego_rgb.json"
+OFFICIAL_PKL = "benchmark/sample/all/coco_track/detections_ego_rgb.pkl"
+FRAMES = "synthetic/*/ego/aria01/images/rgb/*.jpg"
 
 
 def _tree(root: Path) -> dict[str, str]:
@@ -41,10 +46,17 @@ def _tree(root: Path) -> dict[str, str]:
 
 
 def _params(**sample_overrides: Any) -> dict[str, Any]:
-    """The repository's params.yaml with a small egohumans sample."""
+    """The repository's params.yaml with a small egohumans sample and every fetched detection mode."""
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     params["egohumans"]["sample"] = {**SMALL, **sample_overrides}
+    params["egohumans"]["detect"]["modes"] = MODES
     return params
+
+
+def _fetch_params(root: Path, **changes: Any) -> dict[str, Any]:
+    """egohumans.fetch for a data root ``root`` pinned by ``root/manifest.sha256``."""
+    fetch_params = _params()["egohumans"]["fetch"]
+    return {**fetch_params, "source": "local", "path": str(root), "manifest": str(root / "manifest.sha256"), **changes}
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +68,7 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         mp.chdir(root)
         assert sample.main([]) == 0
         assert fetch.main([]) == 0
-        for mode in ("gt", "file"):
+        for mode in MODES:
             assert detect.main(["--mode", mode]) == 0
             for tracker in ("bytetrack", "botsort"):
                 assert track.main(["--tracker", tracker, "--mode", mode]) == 0
@@ -74,25 +86,31 @@ def test_sample_is_byte_identical_on_rerun(tmp_path: Path) -> None:
     first, second = _tree(tmp_path / "a"), _tree(tmp_path / "b")
     assert first == second
     assert len([name for name in first if name.endswith(".jpg")]) == 40
+    assert len([name for name in first if "/calib/" in name]) == 40
     names = sorted(n for n in first if n != "manifest.sha256")
     verify_manifest(tmp_path / "a" / "manifest.sha256", tmp_path / "a", names)
     sample.generate_sample(tmp_path / "c", sample.SampleParams(**{**SMALL, "sequences": 1, "frames": 40, "seed": 4}))
-    assert _tree(tmp_path / "c")["tracking_ego_rgb.json"] != first["tracking_ego_rgb.json"]
+    assert _tree(tmp_path / "c")[ANNOTATION] != first[ANNOTATION]
 
 
 def test_sample_content(pipeline: Path) -> None:
     root = pipeline / "data/egohumans/sample"
-    annotation = read_tracking_annotation(root / "tracking_ego_rgb.json")
-    assert annotation.sequences["length"].tolist() == [SMALL["frames"]] * SMALL["sequences"]
-    assert len(list(root.glob("frames/*/*.jpg"))) == SMALL["frames"] * SMALL["sequences"]
+    annotation = read_tracking_annotation(root / ANNOTATION)
+    # as the official conversion: only images where someone is visible, frame_id counting those
+    assert (annotation.sequences["length"] == annotation.sequences["images"]).all()
+    assert (annotation.sequences["length"] <= SMALL["frames"]).all()
+    assert len(list(root.glob(FRAMES))) == SMALL["frames"] * SMALL["sequences"]
     assert sum(p.stat().st_size for p in root.rglob("*")) < 25e6 * (SMALL["frames"] * SMALL["sequences"]) / 720
-    # extrinsics: a rotation and a translation whose camera centre sits at head height
+    # extrinsics: 4 x 4, a rotation and a translation whose camera centre sits at head height; time stamps from 1
     for extrinsics in annotation.images["extrinsics"]:
-        pose = np.asarray(extrinsics).reshape(3, 4)
-        rotation, centre = pose[:, :3], -pose[:, :3].T @ pose[:, 3]
+        pose = np.asarray(extrinsics).reshape(4, 4)
+        rotation, centre = pose[:3, :3], -pose[:3, :3].T @ pose[:3, 3]
         np.testing.assert_allclose(rotation @ rotation.T, np.eye(3), atol=1e-5)
         assert 1.5 < centre[1] < 1.7
-    doc = json.loads((root / "tracking_ego_rgb.json").read_text())
+        assert pose[3].tolist() == [0, 0, 0, 1]
+    assert (annotation.images["time_stamp"] >= 1).all()
+    doc = json.loads((root / ANNOTATION).read_text())
+    assert len(doc["images"][0]["extrinsics"]) == 16
     anns = pd.DataFrame(doc["annotations"])
     assert set(anns["instance_id"]) <= set(range(2, SMALL["people"] + 2))  # aria01 wears the camera
     assert anns["occluded"].any() and anns["truncated"].any()
@@ -104,8 +122,9 @@ def test_sample_content(pipeline: Path) -> None:
             reentries += int((np.diff(track_rows["frame"].to_numpy()) > 1).sum())
     assert reentries > 0  # people leave the view and come back
     # the detector output is written twice, as EgoHumans' pickle and as MOTChallenge det.txt: they agree
-    from_pickle = read_detection_pickle(root / "detections.pkl", annotation.images)
-    from_txt = pd.concat([read_det_txt(p, p.stem) for p in sorted(root.glob("det/*.txt"))], ignore_index=True)
+    from_pickle = read_detection_pickle(root / "detections/simulated.pkl", annotation.images)
+    det_files = sorted(root.glob("detections/det/*.txt"))
+    from_txt = pd.concat([read_det_txt(p, p.stem) for p in det_files], ignore_index=True)
     assert len(from_pickle) == len(from_txt) > 0
     np.testing.assert_allclose(
         from_pickle[["frame", "x", "y", "w", "h", "score"]].to_numpy(),
@@ -121,12 +140,28 @@ def test_fetch_outputs(pipeline: Path) -> None:
     fetched = pipeline / "data/egohumans/fetched"
     summary = json.loads((fetched / "sequences.json").read_text())
     names = [s["name"] for s in summary["sequences"]]
-    assert summary["detections"] == "detections.pkl"
+    assert summary["detections"] == {"official": OFFICIAL_PKL, "file": "detections/simulated.pkl"}
+    assert (summary["modality"], summary["annotation"], summary["dropped_videos"]) == ("ego_rgb", ANNOTATION, [])
     assert sorted(p.stem for p in (fetched / "gt").glob("*.txt")) == names
     images = pd.read_parquet(fetched / "images.parquet")
-    assert list(images.columns) == ["sequence", "frame", "path", "width", "height", "extrinsics"]
-    assert len(images) == SMALL["sequences"] * SMALL["frames"]
-    assert all((pipeline / p).is_file() and p.startswith("data/egohumans/sample/frames/") for p in images["path"])
+    assert list(images.columns) == [
+        "sequence",
+        "frame",
+        "path",
+        "width",
+        "height",
+        "extrinsics",
+        "time_stamp",
+        "calib_intrinsics",
+        "calib_extrinsics",
+    ]
+    assert len(images) == sum(s["images"] for s in summary["sequences"])
+    assert all((pipeline / p).is_file() and p.startswith("data/egohumans/sample/synthetic/") for p in images["path"])
+    # the calibration's rgb extrinsics (3 x 4, stored column-major) are the image's world-to-camera pose
+    for row in images.head(20).itertuples():
+        pose = np.asarray(row.calib_extrinsics).reshape(4, 3).T
+        np.testing.assert_allclose(pose, np.asarray(row.extrinsics).reshape(4, 4)[:3], atol=2e-6)
+        assert len(row.calib_intrinsics) == 15
     detections = pd.read_parquet(fetched / "detections_file.parquet")
     assert list(detections.columns) == DETECTION_COLUMNS
     gt_boxes = sum(len(read_mot(p, kind="gt")) for p in (fetched / "gt").glob("*.txt"))
@@ -140,9 +175,9 @@ def _copy_sample(pipeline: Path, dest: Path) -> Path:
 
 def test_fetch_from_det_txt_matches_pickle(pipeline: Path, tmp_path: Path) -> None:
     source = _copy_sample(pipeline, tmp_path / "src")
-    (source / "detections.pkl").unlink()
-    summary = fetch.fetch("local", source, source / "manifest.sha256", tmp_path / "fetched")
-    assert summary["detections"] == "det"
+    (source / OFFICIAL_PKL).unlink()
+    summary = fetching.fetch(_fetch_params(source, detections="detections/det"), tmp_path / "fetched")
+    assert summary["detections"] == {"official": None, "file": "detections/det"}
     from_txt = read_detections_parquet(tmp_path / "fetched/detections_file.parquet")
     from_pickle = read_detections_parquet(pipeline / "data/egohumans/fetched/detections_file.parquet")
     np.testing.assert_allclose(from_txt.iloc[:, 1:].to_numpy(), from_pickle.iloc[:, 1:].to_numpy(), atol=2e-3)
@@ -150,10 +185,10 @@ def test_fetch_from_det_txt_matches_pickle(pipeline: Path, tmp_path: Path) -> No
 
 def test_fetch_rejects_tampered_frame(pipeline: Path, tmp_path: Path) -> None:
     source = _copy_sample(pipeline, tmp_path / "src")
-    frame = sorted(source.glob("frames/*/*.jpg"))[7]
+    frame = sorted(source.glob(FRAMES))[7]
     frame.write_bytes(frame.read_bytes() + b"\0")
     with pytest.raises(InputError, match="differs from the manifest") as err:
-        fetch.fetch("local", source, source / "manifest.sha256", tmp_path / "fetched")
+        fetching.fetch(_fetch_params(source), tmp_path / "fetched")
     assert str(frame) in str(err.value)
     assert not (tmp_path / "fetched").exists()
 
@@ -169,31 +204,40 @@ class _Touch:
 def test_fetch_refuses_malicious_pickle_even_when_pinned(pipeline: Path, tmp_path: Path) -> None:
     source = _copy_sample(pipeline, tmp_path / "src")
     marker = tmp_path / "pwned"
-    (source / "detections.pkl").write_bytes(pickle.dumps({"det_bboxes": {}, "x": _Touch(marker)}))
-    names = sorted(p.relative_to(source).as_posix() for p in source.rglob("*") if p.name != "manifest.sha256")
-    write_manifest(source / "manifest.sha256", source, [n for n in names if (source / n).is_file()])
+    (source / OFFICIAL_PKL).write_bytes(pickle.dumps({"det_bboxes": {}, "x": _Touch(marker)}))
+    assert fetching.write_root_manifest(source, _fetch_params(source))  # pinned, as --write-manifest does
     with pytest.raises(InputError, match=r"refused global posix\.system") as err:
-        fetch.fetch("local", source, source / "manifest.sha256", tmp_path / "fetched")
-    assert str(source / "detections.pkl") in str(err.value)
+        fetching.fetch(_fetch_params(source), tmp_path / "fetched")
+    assert str(source / OFFICIAL_PKL) in str(err.value)
     assert not marker.exists()
 
 
 def test_fetch_requires_a_manifest(pipeline: Path, tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"egohumans\.fetch\.manifest"):
-        fetch.fetch("sample", pipeline / "data/egohumans/sample", None, tmp_path / "fetched")
+        fetching.fetch(_fetch_params(pipeline / "data/egohumans/sample", manifest=None), tmp_path / "fetched")
 
 
 # ----------------------------------------------------------------------------------------- detect, track, score
 
 
-def test_detect_gt_and_file(pipeline: Path) -> None:
+def test_detect_gt_official_and_file(pipeline: Path) -> None:
     detections = pipeline / "data/egohumans/detections"
     gt = read_detections_parquet(detections / "gt.parquet")
     assert (gt["score"] == 1).all()
     fetched_gt = sum(len(read_mot(p, kind="gt")) for p in (pipeline / "data/egohumans/fetched/gt").glob("*.txt"))
     assert len(gt) == fetched_gt
+    # the released pickle holds the ground-truth boxes with score 1.0 (as the official conversion writes it)
+    pd.testing.assert_frame_equal(read_detections_parquet(detections / "official.parquet"), gt)
     file = pd.read_parquet(detections / "file.parquet")
     pd.testing.assert_frame_equal(file, pd.read_parquet(pipeline / "data/egohumans/fetched/detections_file.parquet"))
+
+
+def test_detect_official_without_the_pickle_names_it(pipeline: Path, tmp_path: Path) -> None:
+    source = _copy_sample(pipeline, tmp_path / "src")
+    (source / OFFICIAL_PKL).unlink()
+    fetching.fetch(_fetch_params(source), tmp_path / "fetched")
+    with pytest.raises(InputError, match=r"no detections_ego_rgb\.pkl beside benchmark/sample/all/coco_track"):
+        detect.detect("official", tmp_path / "fetched", tmp_path / "official.parquet", _params()["egohumans"]["detect"])
 
 
 def test_tracks_and_scores(pipeline: Path) -> None:
@@ -209,6 +253,7 @@ def test_tracks_and_scores(pipeline: Path) -> None:
         for key in ("HOTA", "DetA", "AssA", "IDF1", "MOTA"):
             assert 0 <= combined[key] <= 100, (run, key)
     for tracker in ("bytetrack", "botsort"):
+        assert metrics[f"{tracker}-official"]["COMBINED"] == metrics[f"{tracker}-gt"]["COMBINED"]
         with_gt, with_file = metrics[f"{tracker}-gt"]["COMBINED"], metrics[f"{tracker}-file"]["COMBINED"]
         assert with_gt["IDF1"] > with_file["IDF1"]
         assert with_gt["MOTA"] > with_file["MOTA"]
@@ -227,11 +272,9 @@ def test_tracks_and_scores(pipeline: Path) -> None:
 
 
 def test_tracking_is_deterministic(pipeline: Path, tmp_path: Path) -> None:
-    settings = _params()["egohumans"]["track"]["botsort"]
+    settings = _params()["egohumans"]["track"]["config"]["botsort"]
     data = pipeline / "data/egohumans"
-    track.track(
-        "botsort", data / "detections/file.parquet", data / "fetched/sequences.json", tmp_path / "again", settings
-    )
+    tracking.track("botsort", data / "detections/file.parquet", data / "fetched", tmp_path / "again", settings)
     assert _tree(tmp_path / "again") == _tree(data / "tracks/botsort-file")
 
 
@@ -243,18 +286,9 @@ def test_tracker_frames_without_detections(pipeline: Path, tmp_path: Path) -> No
     table = table[table["sequence"] != first]
     path = tmp_path / "fewer.parquet"
     table.to_parquet(path, index=False)
-    settings = _params()["egohumans"]["track"]["bytetrack"]
-    track.track("bytetrack", path, data / "fetched/sequences.json", tmp_path / "out", settings)
+    settings = _params()["egohumans"]["track"]["config"]["bytetrack"]
+    tracking.track("bytetrack", path, data / "fetched", tmp_path / "out", settings)
     assert (tmp_path / "out" / f"{first}.txt").read_text() == ""
-
-
-def test_botsort_needs_gmc_none(pipeline: Path, tmp_path: Path) -> None:
-    settings = {**_params()["egohumans"]["track"]["botsort"], "gmc_method": "sparseOptFlow"}
-    data = pipeline / "data/egohumans"
-    with pytest.raises(InputError, match="gmc_method must be none"):
-        track.track(
-            "botsort", data / "detections/gt.parquet", data / "fetched/sequences.json", tmp_path / "x", settings
-        )
 
 
 # ----------------------------------------------------------------------------------------- yolo
@@ -263,7 +297,7 @@ def test_botsort_needs_gmc_none(pipeline: Path, tmp_path: Path) -> None:
 @pytest.fixture
 def tiny_fetched(tmp_path: Path) -> Path:
     sample.generate_sample(tmp_path / "sample", sample.SampleParams(**{**SMALL, "sequences": 1, "frames": 3}))
-    fetch.fetch("sample", tmp_path / "sample", tmp_path / "sample/manifest.sha256", tmp_path / "fetched")
+    fetching.fetch(_fetch_params(tmp_path / "sample"), tmp_path / "fetched")
     return tmp_path / "fetched"
 
 
@@ -303,11 +337,33 @@ def test_stage_cli_reports_bad_input(pipeline: Path, capsys: pytest.CaptureFixtu
     assert "egohumans.detect.yolo_weights is not set" in capsys.readouterr().err
 
 
-def test_scores_equal_trackeval(pipeline: Path, tmp_path: Path) -> None:
-    """The score stage's numbers are TrackEval's (PyPI 1.3.0, MOT15 rules) on the same files."""
-    from trackeval_oracle import run_trackeval, write_tree
+def test_scores_equal_py_motmetrics(pipeline: Path) -> None:
+    """The score stage's numbers (protocol official) are py-motmetrics' as mmtracking calls it, on the same files."""
+    from motmetrics_oracle import run_oracle
 
     metrics = json.loads((pipeline / "metrics/egohumans.json").read_text())
+    gt = {p.stem: read_mot(p, kind="pred") for p in (pipeline / "data/egohumans/fetched/gt").glob("*.txt")}
+    for run in ("bytetrack-file", "botsort-gt"):
+        assert metrics[run]["protocol"] == "official"
+        pred = {name: read_mot(pipeline / "data/egohumans/tracks" / run / f"{name}.txt", kind="pred") for name in gt}
+        theirs = run_oracle(gt, pred)["COMBINED"]
+        ours = metrics[run]["COMBINED"]
+        assert ours["IDF1"] == pytest.approx(100 * theirs["idf1"], abs=1e-9)
+        assert ours["MOTA"] == pytest.approx(100 * theirs["mota"], abs=1e-9)
+        assert (ours["IDSW"], ours["Frag"], ours["MT"]) == (
+            theirs["num_switches"],
+            theirs["num_fragmentations"],
+            theirs["mostly_tracked"],
+        )
+
+
+def test_trackeval_protocol_equals_trackeval(pipeline: Path, tmp_path: Path) -> None:
+    """With protocol trackeval the score stage's numbers are TrackEval's (PyPI 1.3.0, MOT15 rules)."""
+    from trackeval_oracle import run_trackeval, write_tree
+
+    data = pipeline / "data/egohumans"
+    runs = ["bytetrack-file", "botsort-gt"]
+    metrics = score.score(data / "fetched/gt", data / "tracks", runs, 0.5, protocol="trackeval")
     sequences = json.loads((pipeline / "data/egohumans/fetched/sequences.json").read_text())["sequences"]
     lengths = {s["name"]: s["length"] for s in sequences}
     gt = {name: pipeline / "data/egohumans/fetched/gt" / f"{name}.txt" for name in lengths}

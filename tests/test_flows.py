@@ -1,6 +1,5 @@
 """The Prefect orchestration (flows/): DVC-derived cache keys, caching across runs, retries, the regression report
-and sharded inference, on a small toy DVC project built in a temporary folder (and on this repo); Prefect runs are
-slow."""
+and sharded inference, on a toy DVC project in a temporary folder (and on this repo); Prefect runs are slow."""
 
 from __future__ import annotations
 

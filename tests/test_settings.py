@@ -10,12 +10,11 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import REPO
+from conftest import EGOEVAL, REPO, dvc, tool_env
 
 from egoeval.settings import ParamsError, load_settings, validate_params
 
 BASE = yaml.safe_load((REPO / "params.yaml").read_text())
-EGOEVAL = Path(sys.executable).with_name("egoeval")
 
 
 def edited(path: str, value: Any) -> dict[str, Any]:
@@ -36,7 +35,7 @@ def edited(path: str, value: Any) -> dict[str, Any]:
 BAD = [
     ("egonormia.model.temprature", 0.7, ["egonormia.model.temprature", "unknown key", "did you mean 'temperature'"]),
     ("egonormia.model.concurrency", "eight", ["egonormia.model.concurrency", "'eight'", "integer"]),
-    ("egohumans.track.bytetrack.track_buffer", "thirty", ["track_buffer", "'thirty'", "integer"]),
+    ("egohumans.track.config.bytetrack.track_buffer", "thirty", ["track_buffer", "'thirty'", "integer"]),
     ("egonormia.infer", None, ["egonormia.infer", "mapping"]),
     ("egonormia.infer", {}, ["egonormia.infer.settings", "missing"]),
     ("egonormia.model.max_retries", -1, ["egonormia.model.max_retries", "-1", "greater than or equal to 0"]),
@@ -44,8 +43,8 @@ BAD = [
     ("egonormia.frames.fps", -1, ["egonormia.frames.fps", "-1", "greater than 0"]),
     ("egonormia.frames.fps", 0, ["egonormia.frames.fps", "= 0", "greater than 0"]),
     ("egohumans.score.iou_threshold", 1.5, ["egohumans.score.iou_threshold", "1.5", "less than or equal to 1"]),
-    ("egohumans.track.bytetrack.track_high_thresh", 25, ["track_high_thresh", "percent", "write 0.25"]),
-    ("egohumans.track.botsort.match_thresh", 80, ["botsort.match_thresh", "percent", "write 0.8"]),
+    ("egohumans.track.config.bytetrack.track_high_thresh", 25, ["track_high_thresh", "percent", "write 0.25"]),
+    ("egohumans.track.config.botsort.match_thresh", 80, ["botsort.match_thresh", "percent", "write 0.8"]),
     ("egonormia.score.confidence", 95, ["egonormia.score.confidence", "percent", "write 0.95"]),
     ("egonormia.score.confidence", 1.0, ["egonormia.score.confidence", "strictly between 0 and 1"]),
     ("egonormia.infer.settings", "blind", ["egonormia.infer.settings", "'blind'", "list"]),
@@ -67,11 +66,15 @@ BAD = [
     ("egohumans.detect.modes", ["detector"], ["egohumans.detect.modes[0]", "'detector'"]),
     ("egohumans.detect.yolo_imgsz", 650, ["yolo_imgsz", "multiple of 32"]),
     ("egohumans.detect.yolo_conf", 25, ["yolo_conf", "percent"]),
-    ("egohumans.track.trackers", ["deepsort"], ["egohumans.track.trackers[0]", "'deepsort'"]),
-    ("egohumans.track.bytetrack.track_low_thresh", 0.5, ["track_low_thresh (0.5)", "track_high_thresh"]),
-    ("egohumans.track.botsort.gmc_method", "optflow", ["gmc_method", "'sparseOptFlow'"]),
-    ("egohumans.track.bytetrack.fuse_score", "yes", ["fuse_score", "true or false"]),
+    ("egohumans.track.trackers", ["deepsort"], ["egohumans.track", "trackers[0] = 'deepsort'"]),
+    ("egohumans.track.config.bytetrack.track_low_thresh", 0.5, ["track_low_thresh (0.5)", "track_high_thresh"]),
+    ("egohumans.track.config.botsort.gmc_method", "optflow", ["gmc_method", "'sparseOptFlow'"]),
+    ("egohumans.track.config.bytetrack.fuse_score", "yes", ["fuse_score", "true or false"]),
     ("egohumans.fetch.source", "s3", ["egohumans.fetch.source", "'local'"]),
+    ("egohumans.fetch.modality", "rgb", ["egohumans.fetch.modality", "'ego_rgb'", "'exo'"]),
+    ("egohumans.fetch.annotation", "/data/x.json", ["egohumans.fetch", "relative to the data root"]),
+    ("egohumans.fetch.duplicate_videos", "merge", ["egohumans.fetch.duplicate_videos", "'drop'"]),
+    ("egohumans.score.protocol", "motchallenge", ["egohumans.score.protocol", "'official'", "'trackeval'"]),
     ("flows.schedule_cron", "nightly", ["flows.schedule_cron", "cron"]),
     ("flows.timezone", "CEST", ["flows.timezone", "IANA"]),
     ("flows.retries", -2, ["flows.retries", "greater than or equal to 0"]),
@@ -91,7 +94,7 @@ BAD = [
     ("egonormia.score.bootstrap_seed", -3, ["egonormia.score.bootstrap_seed", "greater than or equal to 0"]),
     ("egonormia.sample.fps", 0, ["egonormia.sample.fps", "greater than or equal to 1"]),
     ("egohumans.score.iou_threshold", -0.1, ["egohumans.score.iou_threshold", "greater than 0"]),
-    ("egohumans.track.bytetrack.match_thresh", 1.5, ["bytetrack.match_thresh", "between 0 and 1"]),
+    ("egohumans.track.config.bytetrack.match_thresh", 1.5, ["bytetrack.match_thresh", "between 0 and 1"]),
     ("egohumans.detect.yolo_batch", 0, ["egohumans.detect.yolo_batch", "greater than or equal to 1"]),
     ("egohumans.detect.yolo_weights", 3, ["egohumans.detect.yolo_weights", "a string"]),
     ("egohumans.sample.sequences", 0, ["egohumans.sample.sequences", "greater than or equal to 1"]),
@@ -168,3 +171,25 @@ def test_a_stage_refuses_bad_params_before_any_work(tmp_path: Path) -> None:
     assert run.returncode == 2, run.stderr
     assert "egonormia.fetch.split = 'test'" in run.stderr
     assert list(tmp_path.iterdir()) == [tmp_path / "params.yaml"]
+
+
+KEPT = ("metrics/egonormia.json", "metrics/egohumans.json", "plots/egonormia/categories.csv", "dvc.lock")
+
+
+@pytest.mark.slow
+@pytest.mark.bad_input
+def test_a_typo_in_params_stops_dvc_repro_and_keeps_the_last_good_outputs(reproduced: Path, tmp_path: Path) -> None:
+    import shutil
+
+    root = Path(shutil.copytree(reproduced, tmp_path / "ws", symlinks=True))
+    before = {name: (root / name).read_bytes() for name in KEPT}
+    (root / "params.yaml").write_text(yaml.safe_dump(edited("egonormia.model.temprature", 0.7), sort_keys=False))
+    run = dvc(root, "repro")
+    assert run.returncode != 0 and "exited with 2" in run.stderr, run.stderr[-2000:]
+    assert "egonormia.model.temprature: unknown key (did you mean 'temperature'?)" in run.stderr
+    for name, content in before.items():
+        assert (root / name).read_bytes() == content, f"{name} changed by the refused run"
+    check = subprocess.run(
+        [EGOEVAL, "check-params"], cwd=root, env=tool_env(), capture_output=True, text=True, check=False
+    )
+    assert check.returncode == 2 and "did you mean 'temperature'?" in check.stderr + check.stdout

@@ -1,9 +1,13 @@
 """EgoHumans detections: the boxes the trackers start from, for each detection mode.
 
-``gt``: the ground-truth boxes (ignored ones left out) with score 1, which isolates association. ``file``: the
-detections that came with the data. ``yolo``: an ultralytics YOLO model over the frames, person class only, in
-batches, from a local weights file (never a download) or the untrained architecture (``arch-only``). Used by the
-egohumans_detect stage and by its sharded form (flows/shard.py).
+``gt``: the ground-truth boxes (ignored ones left out) with score 1, which isolates association. ``official``: the
+released ``detections_<modality>.pkl`` -- EgoHumans' "public detections", which are ground-truth boxes with score 1.0
+(the official script calls them "ground truth bbox and 3D using midas"; the published table used YOLOX-X boxes
+instead). ``file``: detections the user brings (``egohumans.fetch.detections``: a pickle in any layout mmtracking's
+MOTChallenge dataset accepts, det.txt files or a parquet table). ``yolo``: an ultralytics YOLO model over the frames,
+person class only, in batches, from a local weights file (never a download) or the untrained architecture
+(``arch-only``). Pickles are read with the restricted unpickler only. Used by the egohumans_detect stage and by its
+sharded form (flows/shard.py).
 """
 
 from __future__ import annotations
@@ -60,11 +64,17 @@ def gt_detections(fetched: Path) -> pd.DataFrame:
     return sort_detections(pd.concat([empty_detections(), *parts], ignore_index=True))
 
 
-def file_detections(fetched: Path) -> pd.DataFrame:
-    """The public detections that came with the data."""
-    if _sequences(fetched).get("detections") is None:
-        raise InputError(fetched / "sequences.json", "the fetched data has no public detections for --mode file")
-    return read_detections_parquet(fetched / "detections_file.parquet")
+def fetched_detections(fetched: Path, kind: str) -> pd.DataFrame:
+    """The detections fetch read for mode ``official`` (the released pickle) or ``file`` (the user's)."""
+    summary = _sequences(fetched)
+    if not summary.get("detections", {}).get(kind):
+        hint = (
+            f"no detections_{summary.get('modality')}.pkl beside {summary.get('annotation')} under the data root"
+            if kind == "official"
+            else "egohumans.fetch.detections is null: name your detections file (relative to the data root)"
+        )
+        raise InputError(fetched / "sequences.json", f"--mode {kind} has no detections: {hint}")
+    return read_detections_parquet(fetched / f"detections_{kind}.parquet")
 
 
 def load_yolo(params: dict[str, Any], arch_only: bool = False) -> Any:
@@ -157,8 +167,8 @@ def detect(mode: str, fetched: Path, out_path: Path, params: dict[str, Any], arc
     """Build the detections of ``mode`` and write them to ``out_path``."""
     if mode == "gt":
         table = gt_detections(fetched)
-    elif mode == "file":
-        table = file_detections(fetched)
+    elif mode in ("official", "file"):
+        table = fetched_detections(fetched, mode)
     elif mode == "yolo":
         table = yolo_detections(fetched, params, arch_only)
     else:

@@ -1,4 +1,4 @@
-"""EgoHumans inputs: the COCO-video tracking annotation, public detections (pickle, det.txt, parquet).
+"""EgoHumans inputs: the COCO-video tracking annotation, Aria calibration, detections (pickle, det.txt, parquet).
 
 Everything is validated on the way in; a bad value raises :class:`~egoeval.io.InputError` naming the file and the
 row (``annotations[12]``, ``images[3]``, a 1-based line of a text file, a 0-based parquet row, an image path).
@@ -7,12 +7,22 @@ Ground truth follows the EgoHumans/mmtracking reading of the annotation: a box t
 narrower or lower than one pixel, is dropped; ``ignore`` or ``iscrowd`` boxes are kept with ``conf == 0`` (the
 MOTChallenge mark for "ignore"); every other box has ``conf == 1``. Frames are MOTChallenge frames,
 ``frame = frame_id + 1``.
+
+Images keep what the ego-motion work needs: ``extrinsics`` as a 4 x 4 world-to-camera matrix flattened row-major
+(the official 16 numbers; a 3 x 4 ``[R | t]`` gets the row ``0 0 0 1``; none: an empty list), ``time_stamp`` (the
+annotations' ``time_stamp``, one per image) and, for Aria images (``<seq>/ego/ariaXX/images/{rgb,left,right}/N.jpg``),
+the per-frame calibration file ``<seq>/ego/ariaXX/calib/N.txt`` (:func:`read_aria_calibration`).
+
+Duplicate video names (the official concatenation scripts list ``003_fencing`` twice, so its videos, images and
+annotations appear twice) are an error by default; ``duplicate_videos="drop"`` keeps the first video of each name and
+drops the later ones with their images and annotations (the names of the dropped ones are reported).
 """
 
 from __future__ import annotations
 
 import os
 import pickle
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,8 +35,15 @@ from egoeval.io import InputError, read_json
 
 GT_COLUMNS = ["frame", "id", "x", "y", "w", "h", "conf"]
 DETECTION_COLUMNS = ["sequence", "frame", "x", "y", "w", "h", "score"]
-DETECTION_MODES = ("gt", "file", "yolo")  # ground-truth boxes, the public detections file, a YOLO model
-IMAGE_COLUMNS = ["image_id", "sequence", "frame", "file_name", "width", "height", "extrinsics"]
+# ground-truth boxes, the released pickle (ground-truth boxes, score 1.0), detections the user brings, a YOLO model
+DETECTION_MODES = ("gt", "official", "file", "yolo")
+MODALITIES = ("ego_rgb", "ego_slam", "exo")
+DUPLICATE_VIDEOS = ("error", "drop")
+IMAGE_COLUMNS = ["image_id", "sequence", "frame", "file_name", "width", "height", "extrinsics", "time_stamp"]
+ARIA_IMAGE = re.compile(r"^(?P<root>(?:.*/)?ego/aria\d+)/images/(?P<camera>rgb|left|right)/(?P<stem>[^/]+)\.[^/.]+$")
+CALIB_CAMERAS = ("rgb", "left", "right")  # the order of the camera pairs in a calib file
+CALIB_INTRINSICS = 15  # Aria's fisheye model (FisheyeRadTanThinPrism): f, cx, cy, 6 radial, 2 tangential, 4 prism
+CALIB_EXTRINSICS = 12
 
 
 # ----------------------------------------------------------------------------------------- restricted unpickling
@@ -97,8 +114,39 @@ class TrackingAnnotation:
 
     path: Path
     sequences: pd.DataFrame  # name, video_id, length (frames), images, width, height, fps (NaN when unknown)
-    images: pd.DataFrame  # IMAGE_COLUMNS, sorted by sequence and frame
+    images: pd.DataFrame  # IMAGE_COLUMNS, sorted by sequence and frame; also "order" (mmtracking's image order)
     ground_truth: dict[str, pd.DataFrame]  # sequence -> GT_COLUMNS, sorted by frame and id
+    dropped_videos: list[str]  # duplicate video names dropped (duplicate_videos="drop")
+
+
+def drop_duplicate_videos(doc: dict[str, Any], path: Path, policy: str) -> list[str]:
+    """Apply the duplicate-video policy to the raw JSON in place; returns the names whose later copies were dropped."""
+    if policy not in DUPLICATE_VIDEOS:
+        raise InputError(path, f"duplicate_videos must be one of {DUPLICATE_VIDEOS}, got {policy!r}")
+    videos = _records(doc, "videos", path)
+    first: dict[Any, int] = {}
+    kept, dropped_ids, dropped_names = [], set(), []
+    for i, video in enumerate(videos):
+        name = video.get("name")
+        if name not in first:
+            first[name] = i
+            kept.append(video)
+            continue
+        if policy == "error":
+            raise InputError(
+                path,
+                f"video name {name!r} appears twice (videos[{first[name]}] and videos[{i}]; the official concatenation "
+                "scripts list 003_fencing twice): set egohumans.fetch.duplicate_videos: drop to keep the first copy",
+                row=f"videos[{i}]",
+            )
+        dropped_ids.add(video.get("id"))
+        dropped_names.append(str(name))
+    if dropped_ids:
+        dropped_ids -= {v.get("id") for v in kept}
+        doc["videos"] = kept
+        doc["images"] = [i for i in _records(doc, "images", path) if i.get("video_id") not in dropped_ids]
+        doc["annotations"] = [a for a in _records(doc, "annotations", path) if a.get("video_id") not in dropped_ids]
+    return sorted(set(dropped_names))
 
 
 def _records(doc: dict[str, Any], key: str, path: Path) -> list[dict[str, Any]]:
@@ -193,9 +241,7 @@ def _read_images(doc: dict[str, Any], path: Path, videos: pd.DataFrame) -> pd.Da
             raise InputError(path, "frame_id must be >= 0 and width, height > 0", row=f"images[{i}]")
         if not isinstance(file_names[i], str) or not file_names[i]:
             raise InputError(path, f"file_name must be a non-empty string, got {file_names[i]!r}", row=f"images[{i}]")
-        ext = extrinsics[i]
-        if not isinstance(ext, list) or not all(isinstance(v, int | float) and np.isfinite(v) for v in ext):
-            raise InputError(path, "extrinsics must be a list of finite numbers", row=f"images[{i}]")
+        extrinsics[i] = _extrinsics(extrinsics[i], path, f"images[{i}]")
     for label, keys in (
         ("image id", pd.DataFrame({"id": ids})),
         ("frame_id within its video", pd.DataFrame({"v": video_ids, "f": frame_ids})),
@@ -213,9 +259,26 @@ def _read_images(doc: dict[str, Any], path: Path, videos: pd.DataFrame) -> pd.Da
             "file_name": pd.array(file_names, dtype="str"),
             "width": widths,
             "height": heights,
-            "extrinsics": [[float(v) for v in ext] for ext in extrinsics],
+            "extrinsics": extrinsics,
         }
     )
+
+
+def _extrinsics(value: Any, path: Path, row: str) -> list[float]:
+    """A 4 x 4 world-to-camera matrix, row-major (16 numbers; 12 = 3 x 4 gets ``0 0 0 1``), or ``[]`` when absent."""
+    if value is None or value == []:
+        return []
+    if not isinstance(value, list) or not all(
+        isinstance(v, int | float) and not isinstance(v, bool) and np.isfinite(v) for v in value
+    ):
+        raise InputError(path, "extrinsics must be a list of finite numbers", row=row)
+    if len(value) == CALIB_EXTRINSICS:
+        value = [*value, 0.0, 0.0, 0.0, 1.0]
+    if len(value) != 16:
+        raise InputError(path, f"extrinsics must hold 16 numbers (4 x 4) or 12 (3 x 4), got {len(value)}", row=row)
+    if not np.allclose(value[12:], [0, 0, 0, 1], atol=1e-6):
+        raise InputError(path, f"extrinsics' last row must be 0 0 0 1, got {value[12:]}", row=row)
+    return [float(v) for v in value]
 
 
 def _read_ground_truth(doc: dict[str, Any], path: Path, images: pd.DataFrame, videos: pd.DataFrame) -> pd.DataFrame:
@@ -237,7 +300,9 @@ def _read_ground_truth(doc: dict[str, Any], path: Path, images: pd.DataFrame, vi
             strict=True,
         )
     ]
+    time_stamps = _field(anns, "annotations", "time_stamp", path, default=None)
     positions = pd.Index(images["image_id"]).get_indexer(image_ids)
+    _image_time_stamps(time_stamps, positions, images, path)
     checks: list[tuple[Callable[[], np.ndarray], Callable[[int], str]]] = [
         (lambda: positions < 0, lambda i: f"unknown image id {image_ids[i]}"),
         (lambda: ~np.isin(video_ids, videos["video_id"]), lambda i: f"unknown video id {video_ids[i]}"),
@@ -274,12 +339,29 @@ def _read_ground_truth(doc: dict[str, Any], path: Path, images: pd.DataFrame, vi
     return gt[overlaps & (w >= 1) & (h >= 1)]
 
 
-def read_tracking_annotation(path: str | os.PathLike[str]) -> TrackingAnnotation:
+def _image_time_stamps(values: list[Any], positions: np.ndarray, images: pd.DataFrame, path: Path) -> None:
+    """``annotations[].time_stamp`` per image (in place, column ``time_stamp``; NA when no annotation has one): an
+    integer >= 0, the same for every annotation of an image."""
+    stamps = np.full(len(images), -1, dtype=np.int64)
+    for i, (value, pos) in enumerate(zip(values, positions.tolist(), strict=True)):
+        if value is None or pos < 0:
+            continue  # unknown images are reported by the checks that follow
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise InputError(path, f"time_stamp must be an integer >= 0, got {value!r}", row=f"annotations[{i}]")
+        if stamps[pos] not in (-1, value):
+            message = f"time_stamp {value} differs from {stamps[pos]} of another box in its image"
+            raise InputError(path, message, row=f"annotations[{i}]")
+        stamps[pos] = value
+    images["time_stamp"] = pd.array(np.where(stamps < 0, None, stamps), dtype="Int64")
+
+
+def read_tracking_annotation(path: str | os.PathLike[str], duplicate_videos: str = "error") -> TrackingAnnotation:
     """Read and validate a COCO-video tracking annotation (``tracking_ego_rgb.json`` layout)."""
     path = Path(path)
     doc = read_json(path)
     if not isinstance(doc, dict):
         raise InputError(path, "the annotation must be a JSON object")
+    dropped = drop_duplicate_videos(doc, path, duplicate_videos)
     videos = _read_videos(doc, path)
     images = _read_images(doc, path, videos)
     gt = _read_ground_truth(doc, path, images, videos)
@@ -287,6 +369,10 @@ def read_tracking_annotation(path: str | os.PathLike[str]) -> TrackingAnnotation
         name: gt.loc[gt["sequence"] == name, GT_COLUMNS].sort_values(["frame", "id"]).reset_index(drop=True)
         for name in sorted(videos["name"])
     }
+    # mmtracking's image order (list-layout detections): videos in file order, then frame_id
+    video_rank = pd.Series(np.arange(len(videos)), index=videos["video_id"].to_numpy())
+    images["order"] = np.lexsort((images["frame"].to_numpy(), video_rank[images["video_id"]].to_numpy()))
+    images["order"] = np.argsort(images["order"].to_numpy())
     images = images.sort_values(["sequence", "frame"]).reset_index(drop=True)
     per_seq = images.groupby("sequence", sort=True).agg(
         length=("frame", "max"), images=("frame", "size"), width=("width", "max"), height=("height", "max")
@@ -297,9 +383,49 @@ def read_tracking_annotation(path: str | os.PathLike[str]) -> TrackingAnnotation
     return TrackingAnnotation(
         path=path,
         sequences=sequences[["name", "video_id", *counts, "fps"]],
-        images=images[IMAGE_COLUMNS],
+        images=images[[*IMAGE_COLUMNS, "order"]],
         ground_truth=ground_truth,
+        dropped_videos=dropped,
     )
+
+
+def calibration_path(file_name: str) -> tuple[str, str] | None:
+    """``(calib file, camera)`` of an Aria image (``…/ego/ariaXX/images/<camera>/N.jpg`` ->
+    ``…/ego/ariaXX/calib/N.txt``), or None for other images (exo cameras)."""
+    match = ARIA_IMAGE.match(file_name)
+    if match is None:
+        return None
+    return f"{match['root']}/calib/{match['stem']}.txt", match["camera"]
+
+
+def read_aria_calibration(path: str | os.PathLike[str], camera: str) -> tuple[list[float], list[float]]:
+    """One camera's ``(intrinsics, extrinsics)`` from an EgoHumans Aria calibration file.
+
+    The layout the official code reads: a header line, then per person 7 lines (person id; then intrinsics and
+    extrinsics lines for rgb, left and right). Intrinsics: 15 numbers (Aria's fisheye model); extrinsics: 12 (a
+    3 x 4 matrix stored column-major: the official reader reshapes them to 4 x 3 and transposes).
+    """
+    path = Path(path)
+    try:
+        lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputError(path, f"not a readable calibration file: {err}") from None
+    while lines and not lines[-1]:
+        lines.pop()
+    if len(lines) != 8:
+        raise InputError(path, f"expected a header and 7 lines (one person), got {len(lines)} lines")
+    values = []
+    for lineno in range(2, 8):
+        try:
+            row = [float(v) for v in lines[lineno].split()]
+        except ValueError:
+            raise InputError(path, f"not a number in {lines[lineno]!r}", row=lineno + 1) from None
+        expected = CALIB_INTRINSICS if lineno % 2 == 0 else CALIB_EXTRINSICS
+        if len(row) != expected or not np.isfinite(row).all():
+            raise InputError(path, f"expected {expected} finite numbers, got {len(row)}", row=lineno + 1)
+        values.append(row)
+    k = 2 * CALIB_CAMERAS.index(camera)
+    return values[k], values[k + 1]
 
 
 # ----------------------------------------------------------------------------------------- detections
@@ -367,23 +493,37 @@ def _box_array(value: Any) -> np.ndarray | None:
 
 
 def read_detection_pickle(path: str | os.PathLike[str], images: pd.DataFrame) -> pd.DataFrame:
-    """EgoHumans' detections pickle ``{"det_bboxes": {file_name: [array Nx5 x1,y1,x2,y2,score]}}``.
+    """A detections pickle in any of the four layouts mmtracking's MOTChallenge dataset accepts.
 
-    Keys are the images' ``file_name`` (as mmtracking looks them up); the value is the per-class list of arrays
-    (the single class, pedestrian, is element 0) or one array. ``images`` is :attr:`TrackingAnnotation.images`.
-    Errors name the image path (and the box's position in its array).
+    ``{"det_bboxes": {file_name: boxes}}`` (EgoHumans' ``detections_<modality>.pkl``; other keys such as
+    ``keypoints_3d`` are ignored), ``{file_name: boxes}``, ``{"det_bboxes": [boxes per image]}`` (mmtracking's
+    results) and ``[boxes per image]`` (mmdet's results). Lists follow mmtracking's image order (videos in file
+    order, then frame_id). ``boxes``: the per-class list of N x 5 arrays ``x1, y1, x2, y2, score`` (pedestrian is
+    element 0) or one array. ``images`` is :attr:`TrackingAnnotation.images`. Errors name the image path (or list
+    index) and the box's position in its array.
     """
     path = Path(path)
     doc = load_pickle(path)
-    if not isinstance(doc, dict) or not isinstance(doc.get("det_bboxes"), dict):
-        raise InputError(path, "expected a dict with a 'det_bboxes' dict keyed by image path")
-    keys, arrays = list(doc["det_bboxes"]), []
-    for key, value in doc["det_bboxes"].items():
+    if isinstance(doc, dict) and "det_bboxes" in doc:
+        doc = doc["det_bboxes"]
+    if isinstance(doc, dict):
+        keys, values = list(doc), list(doc.values())
+        if not all(isinstance(k, str) for k in keys):
+            raise InputError(path, "a dict of detections must be keyed by the images' file_name")
+        positions = pd.Index(images["file_name"]).get_indexer(pd.Index(keys, dtype=object))
+    elif isinstance(doc, list | tuple):
+        if len(doc) != len(images):
+            raise InputError(path, f"a list of detections needs one entry per image: {len(doc)} for {len(images)}")
+        keys, values = [f"[{k}]" for k in range(len(doc))], list(doc)
+        positions = np.argsort(images["order"].to_numpy())  # list index k -> the image of mmtracking's k-th
+    else:
+        raise InputError(path, "expected a dict keyed by image path (optionally under 'det_bboxes') or a list")
+    arrays = []
+    for key, value in zip(keys, values, strict=True):
         arr = _box_array(value)
         if arr is None:
             raise InputError(path, "detections must be an N x 5 array (x1, y1, x2, y2, score)", row=key)
         arrays.append(arr)
-    positions = pd.Index(images["file_name"]).get_indexer(pd.Index(keys, dtype=object))
     if (positions < 0).any():
         key = keys[int(np.argmax(positions < 0))]
         raise InputError(path, f"unknown image path {key!r} (not a file_name of the annotation)", row=key)

@@ -96,9 +96,20 @@ def _beside(metric: str, mine: dict[str, Any], published: float) -> str:
     )
 
 
+def compare_report(
+    metrics: dict[str, Any], params: dict[str, Any], dataset: str | None = None, mapping: dict[str, str] | None = None
+) -> str:
+    """``egoeval compare``'s EgoNormia half: ``params`` is params.yaml whole; options override the dataset and add
+    name mappings to ``published_as``."""
+    section = params.get("egonormia", {})
+    names = mapping_from_params(section) | (mapping or {})
+    chosen = dataset or section.get("fetch", {}).get("dataset", "egonormia")
+    return "\n".join(comparison_lines(metrics, load_published(), chosen, names))
+
+
 def mapping_from_params(params: dict[str, Any]) -> dict[str, str]:
     """``{our model name: published name}`` from ``egonormia.model`` and ``egonormia.baselines``."""
-    specs = [params["model"], *(params.get("baselines") or [])]
+    specs = [params["model"], *(params.get("baselines") or [])] if "model" in params else []
     return {str(s["name"]): str(s["published_as"]) for s in specs if s.get("published_as")}
 
 

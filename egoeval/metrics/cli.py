@@ -1,4 +1,4 @@
-"""``egoeval score-tracks GT_DIR PRED_DIR [--json OUT]``: HOTA, CLEAR and Identity for MOTChallenge files."""
+"""``egoeval score-tracks GT_DIR PRED_DIR [--protocol official|trackeval] [--json OUT]``: MOTChallenge files scored."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from egoeval.io import InputError, write_json
-from egoeval.metrics import evaluate_sequences
+from egoeval.metrics import PROTOCOLS, score_protocol
 from egoeval.mot import read_mot, read_mot_folder, seqinfo_length
 
 TABLE = ["HOTA", "DetA", "AssA", "LocA", "MOTA", "MOTP", "IDF1", "IDP", "IDR"]
@@ -17,16 +17,21 @@ TABLE_COUNTS = ["IDSW", "FP", "FN", "Frag", "MT", "PT", "ML"]
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="egoeval score-tracks",
-        description="Score MOTChallenge tracker output against ground truth (TrackEval's MOT15 semantics: "
-        "gt rows with conf 0 are ignored, no class filtering). Both folders hold <seq>.txt files; the "
-        "ground truth may instead be a MOTChallenge tree <seq>/gt/gt.txt (with seqinfo.ini).",
+        description="Score MOTChallenge tracker output against ground truth. Protocol trackeval: TrackEval's "
+        "MOT15 semantics (gt rows with conf 0 are dropped, no class filtering). Protocol official: EgoHumans' "
+        "evaluation, mmtracking's eval_mot on py-motmetrics 1.4.0 (gt rows with conf 0 are ignore boxes), with "
+        "TrackEval's HOTA beside it. Both folders hold <seq>.txt files; the ground truth may instead be a "
+        "MOTChallenge tree <seq>/gt/gt.txt (with seqinfo.ini).",
     )
     parser.add_argument("gt_dir", type=Path, help="ground-truth folder")
     parser.add_argument("pred_dir", type=Path, help="tracker output folder (<seq>.txt)")
+    parser.add_argument(
+        "--protocol", choices=PROTOCOLS, default="trackeval", help="the evaluation's rules (default: trackeval)"
+    )
     parser.add_argument("--json", type=Path, help="also write the numbers to this JSON file")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     try:
-        results = score_folders(args.gt_dir, args.pred_dir)
+        results = score_folders(args.gt_dir, args.pred_dir, args.protocol)
     except InputError as err:
         print(f"egoeval score-tracks: {err}", file=sys.stderr)
         return 2
@@ -36,8 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def score_folders(gt_dir: Path, pred_dir: Path) -> dict[str, dict]:
-    """Read both folders (validating every row) and score every ground-truth sequence."""
+def score_folders(gt_dir: Path, pred_dir: Path, protocol: str = "trackeval") -> dict[str, dict]:
+    """Read both folders (validating every row) and score every ground-truth sequence under ``protocol``."""
     gt_files = read_mot_folder(gt_dir)
     if not gt_files:
         raise InputError(gt_dir, "no ground truth found (<seq>.txt or <seq>/gt/gt.txt)")
@@ -46,7 +51,7 @@ def score_folders(gt_dir: Path, pred_dir: Path) -> dict[str, dict]:
         print(f"egoeval score-tracks: no tracker output for {seq}: scored as empty", file=sys.stderr)
     for seq in sorted(set(pred_files) - set(gt_files)):
         print(f"egoeval score-tracks: {pred_files[seq]} has no ground truth: ignored", file=sys.stderr)
-    gt = {seq: read_mot(path, kind="gt") for seq, path in gt_files.items()}
+    gt = {seq: read_mot(path, kind="pred") for seq, path in gt_files.items()}  # conf 0 rows: the protocol decides
     pred = {seq: read_mot(path, kind="pred") for seq, path in pred_files.items() if seq in gt}
     lengths: dict[str, int] = {}
     for seq, path in gt_files.items():
@@ -57,15 +62,16 @@ def score_folders(gt_dir: Path, pred_dir: Path) -> dict[str, dict]:
             if frame is not None and len(frame) and frame["frame"].max() > length:
                 raise InputError(source, f"frame {frame['frame'].max()} lies beyond seqLength {length} of {seq}")
         lengths[seq] = length
-    return evaluate_sequences(gt, pred, seq_lengths=lengths)
+    return score_protocol(gt, pred, protocol, seq_lengths=lengths)
 
 
 def format_table(results: dict[str, dict]) -> str:
-    """One aligned row per sequence and one for COMBINED; percentages with 3 decimals."""
+    """One aligned row per sequence and one for COMBINED; percentages with 3 decimals (``nan`` where undefined)."""
     rows = [("Sequence", *TABLE, *TABLE_COUNTS)]
     named = [*sorted(results["sequences"].items()), ("COMBINED", results["COMBINED"])]
     for name, summary in named:
-        rows.append((name, *(f"{summary[k]:.3f}" for k in TABLE), *(str(summary[k]) for k in TABLE_COUNTS)))
+        percent = ("nan" if summary.get(k) is None else f"{summary[k]:.3f}" for k in TABLE)
+        rows.append((name, *percent, *(str(summary[k]) for k in TABLE_COUNTS)))
     widths = [max(len(row[k]) for row in rows) for k in range(len(rows[0]))]
     lines = [
         "  ".join(

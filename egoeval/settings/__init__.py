@@ -67,7 +67,8 @@ class Section(BaseModel):
         value = super().__getattribute__(name)
         if _read_keys is not None and not name.startswith("_"):
             path = _PATHS.get(id(self))  # None while validating: a validator's reads are not the stage's
-            if path is not None and name in type(self).model_fields and not isinstance(value, Section):
+            sections = isinstance(value, dict) and value and all(isinstance(v, Section) for v in value.values())
+            if path is not None and name in type(self).model_fields and not isinstance(value, Section) and not sections:
                 _read_keys.add(f"{path}.{name}".lstrip("."))
         return value
 
@@ -80,6 +81,11 @@ class Section(BaseModel):
         _PATHS[id(self)] = path
         for name in type(self).model_fields:
             child = super().__getattribute__(name)
+            if isinstance(child, dict):  # a mapping of sections: each under its key (``egohumans.track.config.x``)
+                for key, item in child.items():
+                    if isinstance(item, Section):
+                        item._set_paths(f"{path}.{name}.{key}".lstrip("."))
+                continue
             for item in child if isinstance(child, list) else [child]:
                 if isinstance(item, Section):  # list items share their list's key (``egonormia.baselines.name``)
                     item._set_paths(f"{path}.{name}".lstrip("."))

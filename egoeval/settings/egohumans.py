@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import importlib.util
+from functools import cache
+from pathlib import Path
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, model_validator
+import yaml
+from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
 from egoeval.settings import Fraction, NonEmptyStr, NonNegativeInt, PositiveInt, Section, unique_list
 
-DetectionMode = Literal["gt", "file", "yolo"]
+DetectionMode = Literal["gt", "official", "file", "yolo"]
 
 
 class SampleSettings(Section):
@@ -24,11 +28,24 @@ class SampleSettings(Section):
 
 
 class FetchSettings(Section):
-    """``egohumans.fetch``: where the annotation, frames and detections come from, pinned."""
+    """``egohumans.fetch``: the data root (laid out as the official download), the annotation and detections in it,
+    pinned by a sha256 manifest."""
 
     source: Literal["sample", "local"]
-    path: NonEmptyStr
+    path: NonEmptyStr  # the data root; images' file_name are relative to it
+    annotation: NonEmptyStr  # relative to the root; {modality} is filled in
+    modality: Literal["ego_rgb", "ego_slam", "exo"]
     manifest: NonEmptyStr | None
+    detections: NonEmptyStr | None  # detections the user brings (mode file), relative to the root
+    duplicate_videos: Literal["error", "drop"]
+
+    @model_validator(mode="after")
+    def _relative(self) -> FetchSettings:
+        for key in ("annotation", "detections"):
+            value = getattr(self, key)
+            if value is not None and (value.startswith("/") or ".." in value.split("/")):
+                raise ValueError(f"{key} must be a path relative to the data root (path), got {value!r}")
+        return self
 
 
 class DetectSettings(Section):
@@ -42,51 +59,104 @@ class DetectSettings(Section):
     yolo_imgsz: Annotated[int, Field(ge=32, le=4096, multiple_of=32)]
 
 
-class TrackerSettings(Section):
-    """Keys shared by the ultralytics trackers (``ultralytics/cfg/trackers/<name>.yaml``)."""
+@cache
+def packaged_trackers() -> dict[str, dict[str, Any]]:
+    """Every tracker the pinned ultralytics ships (``cfg/trackers/<type>.yaml``, one per ``TRACKER_MAP`` entry) with
+    its default settings; read from the package's files, without importing ultralytics."""
+    spec = importlib.util.find_spec("ultralytics")
+    if spec is None or not spec.submodule_search_locations:
+        return {}
+    folder = Path(next(iter(spec.submodule_search_locations))) / "cfg" / "trackers"
+    return {path.stem: yaml.safe_load(path.read_text()) for path in sorted(folder.glob("*.yaml"))}
 
+
+GMC_METHODS = ("none", "sparseOptFlow", "orb", "sift", "ecc")
+
+
+class TrackerConfig(Section):
+    """One tracker run: ``tracker_type`` (a tracker of the pinned ultralytics) and every key of its packaged YAML.
+
+    The keys all trackers share are typed here; the others must be exactly the packaged YAML's, each of its
+    default's type (an integer is a valid number). ``gmc_method`` (where the tracker has it) is one of GMC_METHODS.
+    """
+
+    model_config = ConfigDict(extra="allow", strict=True, frozen=True)
+
+    tracker_type: NonEmptyStr
     track_high_thresh: Fraction
     track_low_thresh: Fraction
     new_track_thresh: Fraction
     track_buffer: PositiveInt
     match_thresh: Fraction
-    fuse_score: bool
 
     @model_validator(mode="after")
-    def _ordered(self) -> TrackerSettings:
+    def _packaged_keys(self) -> TrackerConfig:
+        trackers = packaged_trackers()
+        if self.tracker_type not in trackers:
+            raise ValueError(f"tracker_type {self.tracker_type!r} must be one of {sorted(trackers)} (ultralytics')")
         if self.track_low_thresh > self.track_high_thresh:
             raise ValueError(
                 f"track_low_thresh ({self.track_low_thresh}) must not exceed track_high_thresh "
                 f"({self.track_high_thresh})"
             )
+        defaults = trackers[self.tracker_type]
+        extra = dict(self.model_extra or {})
+        typed = set(type(self).model_fields)
+        missing = sorted(set(defaults) - typed - set(extra))
+        unknown = sorted(set(extra) - set(defaults))
+        if missing or unknown:
+            raise ValueError(
+                f"{self.tracker_type} takes the keys of its packaged YAML: missing {missing}, unknown {unknown}"
+            )
+        for key, value in extra.items():
+            default = defaults[key]
+            if isinstance(default, bool):
+                ok, what = isinstance(value, bool), "true or false"
+            elif isinstance(default, int | float):
+                ok = isinstance(value, int | float) and not isinstance(value, bool)
+                ok = ok and (isinstance(value, int) or not isinstance(default, int))
+                what = "an integer" if isinstance(default, int) else "a number"
+            else:
+                ok, what = isinstance(value, str), "a string"
+            if not ok:
+                raise ValueError(f"{key} = {value!r}: must be {what} (as in {self.tracker_type}.yaml)")
+        if "gmc_method" in extra and extra["gmc_method"] not in GMC_METHODS:
+            raise ValueError(f"gmc_method = {extra['gmc_method']!r}: must be one of {list(GMC_METHODS)}")
         return self
 
 
-class ByteTrackSettings(TrackerSettings):
-    tracker_type: Literal["bytetrack"]
-
-
-class BotSortSettings(TrackerSettings):
-    tracker_type: Literal["botsort"]
-    gmc_method: Literal["none", "sparseOptFlow", "orb", "sift", "ecc"]
-    proximity_thresh: Fraction
-    appearance_thresh: Fraction
-    with_reid: bool
-    model: NonEmptyStr
-
-
 class TrackSettings(Section):
-    """``egohumans.track``: which trackers run, and each one's settings."""
+    """``egohumans.track``: which configured trackers run (names of ``config`` entries), and each one's settings."""
 
-    trackers: Annotated[list[Literal["bytetrack", "botsort"]], Field(min_length=1), AfterValidator(unique_list)]
-    bytetrack: ByteTrackSettings
-    botsort: BotSortSettings
+    trackers: Annotated[list[NonEmptyStr], Field(min_length=1), AfterValidator(unique_list)]
+    config: dict[NonEmptyStr, TrackerConfig]
+
+    @model_validator(mode="after")
+    def _configured(self) -> TrackSettings:
+        for i, name in enumerate(self.trackers):
+            if name not in self.config:
+                raise ValueError(f"trackers[{i}] = {name!r} has no entry in config (configured: {sorted(self.config)})")
+            if "-" in name or "/" in name:
+                raise ValueError(f"trackers[{i}] = {name!r}: a run name has no '-' or '/'")
+        return self
+
+    def settings_of(self, name: str) -> dict[str, Any]:
+        """The ultralytics settings of the configured tracker ``name`` (every key, extras included)."""
+        return self.config[name].model_dump()
 
 
 class ScoreSettings(Section):
-    """``egohumans.score``: the matching threshold."""
+    """``egohumans.score``: the evaluation's rules and the matching threshold."""
 
+    protocol: Literal["official", "trackeval"]
     iou_threshold: Annotated[float, Field(gt=0, le=1)]
+
+
+class CompareSettings(Section):
+    """``egohumans.compare``: the published table and which of our runs stands beside which of its rows."""
+
+    published_file: NonEmptyStr
+    published: dict[NonEmptyStr, NonEmptyStr]  # our run (tracker-mode) -> a row of the published table
 
 
 class EgoHumansSettings(Section):
@@ -95,3 +165,4 @@ class EgoHumansSettings(Section):
     detect: DetectSettings
     track: TrackSettings
     score: ScoreSettings
+    compare: CompareSettings

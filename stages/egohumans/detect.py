@@ -1,7 +1,8 @@
 """Stage egohumans_detect: the boxes the trackers start from, one table per detection mode.
 
 ``--mode gt``: the ground-truth boxes (ignored ones left out) with score 1, which isolates association.
-``--mode file``: the public detections that came with the data (``detections_file.parquet`` from fetch).
+``--mode official``: the released ``detections_<modality>.pkl`` (ground-truth boxes with score 1.0, as the official
+conversion script writes them). ``--mode file``: the detections named by ``egohumans.fetch.detections``.
 ``--mode yolo``: an ultralytics YOLO model over the frames, person class only, in batches. The weights are a local
 file named by ``egohumans.detect.yolo_weights``; nothing is ever downloaded. ``yolo_weights: arch-only`` (or the
 ``--arch-only`` flag) builds the untrained architecture from ``yolo_model`` (a ``.yaml``) for plumbing checks.

@@ -3,16 +3,21 @@
 Each sequence is an egocentric walk: the wearer (``aria01``) drifts forward while turning the head (yaw, pitch,
 roll over time, a pinhole camera whose per-frame pose is written to ``images[].extrinsics``). Several people
 (articulated figures: head, torso, swinging arms and legs, distinct colours) walk between random waypoints, cross
-and occlude one another (drawn far to near) and leave and re-enter the view. Written to ``data/egohumans/sample``:
+and occlude one another (drawn far to near) and leave and re-enter the view. Written to ``data/egohumans/sample``,
+a data root laid out as the official EgoHumans download (rawalkhirodkar/egohumans, assets/DOWNLOAD.md):
 
-- ``frames/<seq>/<000001>.jpg`` rendered frames,
-- ``tracking_ego_rgb.json`` ground truth in the COCO-video layout (amodal boxes clipped to the image, visibility =
-  the fraction of the figure's pixels seen, ``occluded``/``truncated`` flags; ``videos`` also carry ``fps``),
-- ``detections.pkl`` a simulated detector (misses under occlusion, jitter, duplicates, false positives, scores) in
-  EgoHumans' pickle layout, and the same boxes as MOTChallenge ``det/<seq>.txt``,
+- ``synthetic/<seq>/ego/aria01/images/rgb/<00001>.jpg`` rendered frames (``time_stamp`` from 1) and
+  ``synthetic/<seq>/ego/aria01/calib/<00001>.txt`` the per-frame calibration in the official text layout,
+- ``benchmark/sample/all/coco_track/tracking_ego_rgb.json`` ground truth in the official COCO-video layout (videos
+  ``synthetic_<seq>_aria01_rgb``; images only where someone is visible, ``frame_id`` counting those; 16-number
+  extrinsics; amodal boxes clipped to the image, visibility = the fraction of the figure's pixels seen),
+- ``benchmark/sample/all/coco_track/detections_ego_rgb.pkl`` as the official conversion script writes it: the
+  ground-truth boxes with score 1.0 under ``det_bboxes`` (plus empty ``keypoints_3d``/``roots_3d``),
+- ``detections/simulated.pkl`` a simulated detector (misses under occlusion, jitter, duplicates, false positives,
+  scores) in the same pickle layout, and the same boxes as MOTChallenge ``detections/det/<video>.txt``,
 - ``manifest.sha256`` pinning every other file.
 
-Extrinsics are the world-to-camera ``[R | t]`` (3 x 4, row-major, OpenCV camera axes) with the world's y axis up.
+Extrinsics are the world-to-camera 4 x 4 matrix (row-major, OpenCV camera axes) with the world's y axis up.
 """
 
 from __future__ import annotations
@@ -354,8 +359,25 @@ def _detect(rng: np.random.Generator, truths: list[FrameTruth], width: int, heig
 # ----------------------------------------------------------------------------------------- the sample
 
 
+BIG_SEQUENCE = "synthetic"
+ANNOTATION_DIR = "benchmark/sample/all/coco_track"
+
+
 def sequence_name(index: int) -> str:
-    return f"{index + 1:02d}_synthetic"
+    return f"{index + 1:03d}_synthetic"
+
+
+def video_name(index: int) -> str:
+    """The official video name: ``<big sequence>_<sequence>_<camera>_<mode>``."""
+    return f"{BIG_SEQUENCE}_{sequence_name(index)}_aria01_rgb"
+
+
+def _calibration_text(focal: float, width: int, height: int, extrinsics: np.ndarray) -> str:
+    """The official per-frame calib file: a header, the person, then intrinsics (15) and extrinsics (12, the 3 x 4
+    matrix column-major, as the official reader reshapes to 4 x 3 and transposes) for rgb, left and right."""
+    intrinsics = " ".join(f"{v:.6f}" for v in [focal, width / 2, height / 2, *[0.0] * 12])
+    pose = " ".join(f"{v:.6f}" for v in extrinsics[:3].T.ravel())
+    return "serial intrinsics(15) extrinsic(3x4)\naria01\n" + f"{intrinsics}\n{pose}\n" * 3
 
 
 def _det_txt(frames: list[np.ndarray]) -> str:
@@ -384,6 +406,7 @@ def _generate_into(root: Path, params: SampleParams) -> None:
         "annotations": [],
     }
     det_bboxes: dict[str, list[np.ndarray]] = {}
+    gt_bboxes: dict[str, list[np.ndarray]] = {}
     progress = tqdm(total=params.sequences * params.frames, desc="egohumans sample", unit="frame")
     for s in range(params.sequences):
         name = sequence_name(s)
@@ -391,33 +414,43 @@ def _generate_into(root: Path, params: SampleParams) -> None:
         det_rng = np.random.default_rng([params.seed, s, 1])
         rotations, centres = _camera_path(scene_rng, params)
         people = _people(scene_rng, params)
-        doc["videos"].append({"id": s + 1, "name": name, "fps": params.fps})
+        video = video_name(s)
+        doc["videos"].append({"id": s + 1, "name": video})
         per_frame: list[np.ndarray] = []
+        camera_dir = f"{BIG_SEQUENCE}/{name}/ego/aria01"
         for i in range(params.frames):
+            time_stamp = i + 1
             image, truths = _render_frame(people, i, rotations[i], centres[i], params, rays, focal)
-            file_name = f"frames/{name}/{i + 1:06d}.jpg"
+            file_name = f"{camera_dir}/images/rgb/{time_stamp:05d}.jpg"
             ok, jpeg = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY])
             if not ok:
                 raise RuntimeError(f"JPEG encoding failed for {file_name}")
             atomic_write_bytes(root / file_name, jpeg.tobytes())
-            image_id = len(doc["images"]) + 1
-            extrinsics = np.hstack([rotations[i], (-rotations[i] @ centres[i])[:, None]])
+            extrinsics = np.eye(4)
+            extrinsics[:3] = np.hstack([rotations[i], (-rotations[i] @ centres[i])[:, None]])
+            calib = _calibration_text(focal, w, h, extrinsics)
+            atomic_write_text(root / f"{camera_dir}/calib/{time_stamp:05d}.txt", calib)
+            boxes = _detect(det_rng, truths, w, h)
+            progress.update()
+            if not truths:
+                continue  # as the official conversion: an image only where someone is visible
+            image_id = len(doc["images"])
             doc["images"].append(
                 {
-                    "id": image_id,
-                    "video_id": s + 1,
-                    "frame_id": i,
                     "file_name": file_name,
                     "height": h,
                     "width": w,
+                    "id": image_id,
+                    "video_id": s + 1,
+                    "frame_id": len(per_frame),
                     "extrinsics": [round(float(e), 6) for e in extrinsics.ravel()],
-                    "depth_path": None,
+                    "depth_path": f"{camera_dir}/depth/{time_stamp:05d}.npy",
                 }
             )
             for t in truths:
                 doc["annotations"].append(
                     {
-                        "id": len(doc["annotations"]) + 1,
+                        "id": len(doc["annotations"]),
                         "image_id": image_id,
                         "video_id": s + 1,
                         "category_id": 0,
@@ -426,23 +459,25 @@ def _generate_into(root: Path, params: SampleParams) -> None:
                         "area": t.box[2] * t.box[3],
                         "occluded": t.occluded,
                         "truncated": t.truncated,
-                        "iscrowd": 0,
-                        "ignore": 0,
+                        "iscrowd": False,
+                        "ignore": False,
                         "visibility": t.visibility,
                         "human_name": f"aria{t.instance:02d}",
                         "camera_name": "aria01",
                         "camera_mode": "rgb",
-                        "time_stamp": round(i * 1e9 / params.fps),
+                        "time_stamp": time_stamp,
                     }
                 )
-            boxes = _detect(det_rng, truths, w, h)
             per_frame.append(boxes)
             det_bboxes[file_name] = [boxes.astype(np.float32)]
-            progress.update()
-        atomic_write_text(root / "det" / f"{name}.txt", _det_txt(per_frame))
+            gt = np.array([[x, y, x + bw, y + bh, 1.0] for x, y, bw, bh in (t.box for t in truths)])
+            gt_bboxes[file_name] = [gt]
+        atomic_write_text(root / "detections" / "det" / f"{video}.txt", _det_txt(per_frame))
     progress.close()
-    write_json(root / "tracking_ego_rgb.json", doc)
-    atomic_write_bytes(root / "detections.pkl", pickle.dumps({"det_bboxes": det_bboxes}, protocol=4))
+    write_json(root / ANNOTATION_DIR / "tracking_ego_rgb.json", doc)
+    official = {"det_bboxes": gt_bboxes, "keypoints_3d": {}, "roots_3d": {}}
+    atomic_write_bytes(root / ANNOTATION_DIR / "detections_ego_rgb.pkl", pickle.dumps(official))
+    atomic_write_bytes(root / "detections" / "simulated.pkl", pickle.dumps({"det_bboxes": det_bboxes}, protocol=4))
     names = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
     write_manifest(root / "manifest.sha256", root, names)
 

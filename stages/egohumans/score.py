@@ -1,5 +1,9 @@
 """Stage egohumans_score: CLEAR, Identity and HOTA metrics of every tracking run against the ground truth.
 
+``egohumans.score.protocol`` picks the rules: ``official`` (EgoHumans' evaluation: mmtracking's ``eval_mot`` on
+py-motmetrics 1.4.0, re-implemented in ``egoeval.metrics.official``; HOTA from TrackEval beside it) or
+``trackeval`` (TrackEval's MOT15 semantics). Each run's entry names its protocol.
+
 Reads ``data/egohumans/fetched/gt/<seq>.txt`` and the run folder ``data/egohumans/tracks/<tracker>-<mode>/`` of
 every tracker x detection mode in params.yaml
 (one MOTChallenge file per ground-truth sequence). Writes ``metrics/egohumans.json`` (``{run: {"COMBINED": ...,
@@ -16,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from egoeval.io import InputError, atomic_write_text, write_json
-from egoeval.metrics import evaluate_sequences
+from egoeval.metrics import score_protocol
 from egoeval.mot import read_mot, read_mot_folder
 from egoeval.settings import load_settings
 from egoeval.stage import run_stage
@@ -28,9 +32,11 @@ PLOT = Path("plots/egohumans/sequences.csv")
 PLOT_COLUMNS = ["IDF1", "MOTA", "HOTA"]
 
 
-def score(gt_dir: Path, tracks_dir: Path, runs: list[str], iou_threshold: float) -> dict[str, dict[str, Any]]:
+def score(
+    gt_dir: Path, tracks_dir: Path, runs: list[str], iou_threshold: float, protocol: str = "official"
+) -> dict[str, dict[str, Any]]:
     """Evaluate the named run folders under ``tracks_dir``; each must hold exactly the ground truth's sequences."""
-    gt = {name: read_mot(path, kind="gt") for name, path in read_mot_folder(gt_dir).items()}
+    gt = {name: read_mot(path, kind="pred") for name, path in read_mot_folder(gt_dir).items()}  # with ignore rows
     if not gt:
         raise InputError(gt_dir, "no ground-truth sequences (<seq>.txt)")
     results = {}
@@ -42,7 +48,7 @@ def score(gt_dir: Path, tracks_dir: Path, runs: list[str], iou_threshold: float)
         if missing or extra:
             raise InputError(run, f"sequences differ from the ground truth: missing {missing}, unknown {extra}")
         pred = {name: read_mot(found[name], kind="pred") for name in gt}
-        results[run.name] = evaluate_sequences(gt, pred, iou_threshold=iou_threshold)
+        results[run.name] = score_protocol(gt, pred, protocol, iou_threshold=iou_threshold)
     return results
 
 
@@ -51,7 +57,7 @@ def sequence_table(results: dict[str, dict[str, Any]]) -> pd.DataFrame:
     rows = []
     for run, result in results.items():
         for sequence, metrics in [*result["sequences"].items(), ("COMBINED", result["COMBINED"])]:
-            rows.append({"run": run, "sequence": sequence, **{c: float(metrics[c]) for c in PLOT_COLUMNS}})
+            rows.append({"run": run, "sequence": sequence, **{c: metrics.get(c) for c in PLOT_COLUMNS}})
     table = pd.DataFrame(rows, columns=["run", "sequence", *PLOT_COLUMNS])
     return table.sort_values(["run", "sequence"], kind="mergesort").reset_index(drop=True)
 
@@ -62,12 +68,13 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> None:
         params = load_settings().egohumans
         runs = [f"{tracker}-{mode}" for tracker in params.track.trackers for mode in params.detect.modes]
-        results = score(GT_DIR, TRACKS_DIR, runs, params.score.iou_threshold)
+        results = score(GT_DIR, TRACKS_DIR, runs, params.score.iou_threshold, params.score.protocol)
         write_json(METRICS, results)
         atomic_write_text(PLOT, sequence_table(results).to_csv(index=False, float_format="%.4f", lineterminator="\n"))
         for run, result in results.items():
             combined = result["COMBINED"]
-            print(f"{run}: " + "  ".join(f"{k} {combined[k]:.2f}" for k in ("HOTA", "IDF1", "MOTA")))
+            shown = "  ".join(f"{k} {combined.get(k) or float('nan'):.2f}" for k in ("HOTA", "IDF1", "MOTA"))
+            print(f"{run} ({result['protocol']}): {shown}")
 
     return run_stage(body)
 

@@ -52,6 +52,8 @@ def _metrics(tmp_path: Path) -> Path:
 
 
 def compare(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    if not (cwd / "params.yaml").exists():
+        (cwd / "params.yaml").write_text((REPO / "params.yaml").read_text())
     return subprocess.run(
         [sys.executable, "-m", "egoeval.cli", "compare", *args], cwd=cwd, capture_output=True, text=True
     )
@@ -84,7 +86,10 @@ def test_compare_reads_the_mapping_from_params_and_says_what_is_missing(tmp_path
 def test_compare_refuses_an_unknown_benchmark(tmp_path: Path) -> None:
     (tmp_path / "other.json").write_text("{}")
     done = compare(tmp_path, "other.json")
-    assert done.returncode == 2 and "no published figures for benchmark 'other'" in done.stderr
+    assert done.returncode == 2 and "no published numbers for benchmark 'other'" in done.stderr
+    (tmp_path / "egohumans.json").write_text("{}")
+    done = compare(tmp_path, "egohumans.json", "--dataset", "ood_robot")
+    assert done.returncode == 2 and "EgoNormia options" in done.stderr
 
 
 def test_bundled_file_names_its_source_for_every_dataset() -> None:

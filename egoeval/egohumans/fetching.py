@@ -1,0 +1,191 @@
+"""EgoHumans inputs as downloaded: check the pinned data root and normalise it (the egohumans_fetch stage).
+
+``egohumans.fetch.path`` is the data root. ``annotation`` is the COCO-video JSON relative to the root (``{modality}``
+is replaced by ``modality``: ``ego_rgb``, ``ego_slam`` or ``exo``; default the official
+``benchmark/<set>/all/coco_track/tracking_{modality}.json``); its ``file_name``s are relative to the root. The
+released detections ``detections_<modality>.pkl`` beside the annotation (ground-truth boxes with score 1.0, as the
+official conversion script writes them) are read when present, for detection mode ``official``. ``detections``
+(relative to the root, or null) names detections the user brings, for mode ``file``: a pickle (any layout
+mmtracking's MOTChallenge dataset accepts), a parquet table, or a folder of MOTChallenge ``<seq>.txt`` files. Aria
+images' per-frame calibration (``<seq>/ego/ariaXX/calib/N.txt``) is read too. Every file read is checked against
+the sha256 manifest first (in parallel). Written to ``data/egohumans/fetched`` (replaced as a whole):
+
+- ``gt/<seq>.txt`` ground truth, MOTChallenge text (ignore/crowd boxes with conf 0),
+- ``detections_official.parquet``, ``detections_file.parquet`` (sequence, frame, x, y, w, h, score; empty when none),
+- ``images.parquet`` sequence, frame, path (the frame at its source location; frames are not copied), width,
+  height, extrinsics (4 x 4 world-to-camera, row-major), time_stamp, calib_intrinsics (15), calib_extrinsics (12),
+- ``sequences.json`` names, lengths, fps, sizes, the modality, which detections were found, dropped duplicates.
+
+``python -m stages.egohumans.fetch --write-manifest ROOT`` pins the files the annotation references (frames,
+calibration, detections) in parallel, using params.yaml's annotation, modality and detections.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from tqdm import tqdm
+
+from egoeval.egohumans.formats import (
+    DETECTION_COLUMNS,
+    calibration_path,
+    check_detections_known,
+    empty_detections,
+    read_aria_calibration,
+    read_det_txt,
+    read_detection_pickle,
+    read_detections_parquet,
+    read_tracking_annotation,
+    sort_detections,
+)
+from egoeval.io import (
+    PARAMS_FILE,
+    InputError,
+    replaced_dir,
+    verify_manifest,
+    write_json,
+    write_manifest,
+    write_parquet,
+)
+from egoeval.mot import write_mot
+
+OUT_DIR = Path("data/egohumans/fetched")
+
+
+def annotation_name(params: dict[str, Any]) -> str:
+    """The annotation's path relative to the root, ``{modality}`` filled in."""
+    return str(params["annotation"]).replace("{modality}", str(params["modality"]))
+
+
+def official_detections_name(params: dict[str, Any]) -> str:
+    """``detections_<modality>.pkl`` beside the annotation (where the official conversion script writes it)."""
+    return (Path(annotation_name(params)).parent / f"detections_{params['modality']}.pkl").as_posix()
+
+
+def _file_detection_names(root: Path, name: str | None) -> list[str]:
+    if not name:
+        return []
+    if (root / name).is_dir():
+        return sorted(p.relative_to(root).as_posix() for p in (root / name).glob("*.txt"))
+    return [name]
+
+
+def input_files(root: Path, params: dict[str, Any]) -> tuple[Any, list[str]]:
+    """The parsed annotation and every file it makes fetch read: frames, calibration files, detections."""
+    annotation = read_tracking_annotation(root / annotation_name(params), params["duplicate_videos"])
+    names = [annotation_name(params), *annotation.images["file_name"]]
+    names += [c[0] for c in map(calibration_path, annotation.images["file_name"]) if c is not None]
+    if (root / official_detections_name(params)).is_file():
+        names.append(official_detections_name(params))
+    names += _file_detection_names(root, params.get("detections"))
+    return annotation, names
+
+
+def _file_detections(root: Path, name: str, annotation: Any) -> pd.DataFrame:
+    """The user's detections for mode ``file``: a pickle, a parquet table or a folder of ``<seq>.txt`` files."""
+    path = root / name
+    if path.is_dir():
+        known = set(annotation.sequences["name"])
+        parts = []
+        for txt in sorted(path.glob("*.txt")):
+            if txt.stem not in known:
+                raise InputError(txt, "no sequence of this name in the annotation")
+            parts.append(read_det_txt(txt, txt.stem))
+        table = sort_detections(pd.concat([empty_detections(), *parts], ignore_index=True))
+    elif path.suffix == ".parquet":
+        table = read_detections_parquet(path)
+    elif path.suffix in {".pkl", ".pickle"}:
+        table = read_detection_pickle(path, annotation.images)
+    else:
+        raise InputError(path, "egohumans.fetch.detections must name a .pkl, a .parquet or a folder of <seq>.txt")
+    check_detections_known(table, annotation.images, path)
+    return table
+
+
+def _calibration(root: Path, file_names: pd.Series) -> tuple[list[list[float]], list[list[float]]]:
+    intrinsics, extrinsics = [], []
+    for name in tqdm(file_names, desc="calibration", unit="file", disable=len(file_names) < 1000):
+        found = calibration_path(name)
+        k, e = read_aria_calibration(root / found[0], found[1]) if found else ([], [])
+        intrinsics.append(k)
+        extrinsics.append(e)
+    return intrinsics, extrinsics
+
+
+def fetch(params: dict[str, Any], out_dir: str | Path) -> dict[str, object]:
+    """Verify and normalise the inputs under the data root ``params["path"]`` into ``out_dir``; return the summary."""
+    if params["source"] not in ("sample", "local"):
+        raise InputError(PARAMS_FILE, f"egohumans.fetch.source must be sample or local, got {params['source']!r}")
+    if not params.get("manifest"):
+        raise InputError(PARAMS_FILE, "egohumans.fetch.manifest must name the sha256 manifest pinning the inputs")
+    root, manifest, out_dir = Path(params["path"]), Path(params["manifest"]), Path(out_dir)
+    if not manifest.is_file():
+        raise InputError(manifest, "the sha256 manifest (egohumans.fetch.manifest) does not exist")
+    if not (root / annotation_name(params)).is_file():
+        raise InputError(root / annotation_name(params), "missing (egohumans.fetch.annotation, under the data root)")
+    verify_manifest(manifest, root, [annotation_name(params)])
+    annotation, names = input_files(root, params)
+    verify_manifest(manifest, root, names)
+
+    official = None
+    if (root / official_detections_name(params)).is_file():
+        official = read_detection_pickle(root / official_detections_name(params), annotation.images)
+    file_name = params.get("detections")
+    file = _file_detections(root, file_name, annotation) if file_name else None
+    intrinsics, extrinsics = _calibration(root, annotation.images["file_name"])
+    images = annotation.images
+    image_table = pd.DataFrame(
+        {
+            "sequence": images["sequence"],
+            "frame": images["frame"],
+            "path": [(root / name).as_posix() for name in images["file_name"]],
+            "width": images["width"],
+            "height": images["height"],
+            "extrinsics": images["extrinsics"],
+            "time_stamp": images["time_stamp"],
+            "calib_intrinsics": intrinsics,
+            "calib_extrinsics": extrinsics,
+        }
+    )
+    summary: dict[str, object] = {
+        "source": params["source"],
+        "modality": params["modality"],
+        "annotation": annotation_name(params),
+        "detections": {
+            "official": official_detections_name(params) if official is not None else None,
+            "file": file_name or None,
+        },
+        "dropped_videos": annotation.dropped_videos,
+        "sequences": [
+            {
+                "name": row.name,
+                "length": int(row.length),
+                "images": int(row.images),
+                "fps": None if np.isnan(row.fps) else float(row.fps),
+                "width": int(row.width),
+                "height": int(row.height),
+            }
+            for row in annotation.sequences.itertuples(index=False)
+        ],
+    }
+    with replaced_dir(out_dir) as work:
+        (work / "gt").mkdir()
+        for name, gt in annotation.ground_truth.items():
+            write_mot(work / "gt" / f"{name}.txt", gt)
+        for kind, table in (("official", official), ("file", file)):
+            write_parquet(
+                work / f"detections_{kind}.parquet", (empty_detections() if table is None else table)[DETECTION_COLUMNS]
+            )
+        write_parquet(work / "images.parquet", image_table)
+        write_json(work / "sequences.json", summary)
+    return summary
+
+
+def write_root_manifest(root: Path, params: dict[str, Any], manifest: Path | None = None) -> list[str]:
+    """Pin every file fetch reads under the data root ``root`` (in parallel); return the pinned names."""
+    _, names = input_files(root, params)
+    write_manifest(manifest or root / "manifest.sha256", root, names)
+    return names

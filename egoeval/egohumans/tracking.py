@@ -1,0 +1,148 @@
+"""EgoHumans tracking: any tracker of the pinned ultralytics (its ``TRACKER_MAP``) fed with a detections table.
+
+A tracker is configured entirely in params.yaml (``egohumans.track.config.<name>``: ``tracker_type`` plus every key
+of the packaged ``ultralytics/cfg/trackers/<tracker_type>.yaml``, checked by ``egoeval.settings``), so adding one is
+a params change. The tracker gets the boxes frame by frame (every frame of the sequence, empty ones too). Camera
+motion compensation (``gmc_method`` other than ``none``, BoT-SORT and the others that have it) gets each frame's
+image, read from the fetched frames; appearance ReID (``with_reid``) is refused: it would need a model download.
+A fresh tracker per sequence; track ids start at 1.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+import pandas as pd
+from tqdm import tqdm
+
+from egoeval.egohumans.formats import read_detections_parquet
+from egoeval.io import PARAMS_FILE, InputError, replaced_dir
+from egoeval.mot import write_mot
+
+MOT_COLUMNS = ["frame", "id", "x", "y", "w", "h", "conf"]
+
+
+@dataclass(frozen=True)
+class Boxes:
+    """The detections of one frame in the shape ultralytics trackers read (numpy, boolean-mask indexable)."""
+
+    xywh: np.ndarray  # (N, 4) centre x, centre y, width, height
+    conf: np.ndarray  # (N,)
+    cls: np.ndarray  # (N,)
+
+    @property
+    def xyxy(self) -> np.ndarray:
+        centre, size = self.xywh[:, :2], self.xywh[:, 2:]
+        return np.concatenate([centre - size / 2, centre + size / 2], axis=1)
+
+    def __len__(self) -> int:
+        return len(self.conf)
+
+    def __getitem__(self, index: Any) -> Boxes:
+        return Boxes(self.xywh[index], self.conf[index], self.cls[index])
+
+
+def uses_frames(settings: dict[str, Any]) -> bool:
+    """Whether the tracker needs each frame's image (camera motion compensation)."""
+    return str(settings.get("gmc_method", "none")).lower() not in ("none", "")
+
+
+def make_tracker(name: str, settings: dict[str, Any]) -> Any:
+    """A new tracker of ``settings["tracker_type"]`` from the pinned ultralytics' ``TRACKER_MAP``."""
+    from ultralytics.trackers.track import TRACKER_MAP
+    from ultralytics.utils import IterableSimpleNamespace
+
+    kind = settings.get("tracker_type")
+    if kind not in TRACKER_MAP:
+        raise InputError(
+            PARAMS_FILE, f"egohumans.track.config.{name}.tracker_type must be one of {sorted(TRACKER_MAP)}"
+        )
+    if settings.get("with_reid"):
+        raise InputError(PARAMS_FILE, f"egohumans.track.config.{name}.with_reid must be false (ReID needs a model)")
+    return TRACKER_MAP[kind](IterableSimpleNamespace(**settings))
+
+
+def track_sequence(
+    name: str,
+    settings: dict[str, Any],
+    detections: pd.DataFrame,
+    length: int,
+    frames: dict[int, str] | None = None,
+) -> pd.DataFrame:
+    """Track one sequence of ``length`` frames; ``detections`` holds its rows (frame, x, y, w, h, score).
+
+    ``frames`` (frame -> image path) is needed when the tracker compensates camera motion.
+    """
+    tracker = make_tracker(name, settings)
+    need_images = uses_frames(settings)
+    if need_images and frames is None:
+        raise InputError(PARAMS_FILE, f"egohumans.track.config.{name}.gmc_method needs the frames: none were fetched")
+    detections = detections.sort_values("frame", kind="mergesort")
+    frame_of = detections["frame"].to_numpy(np.int64)
+    xywh = detections[["x", "y", "w", "h"]].to_numpy(np.float32, copy=True)
+    xywh[:, :2] += xywh[:, 2:] / 2
+    conf = detections["score"].to_numpy(np.float32)
+    bounds = np.searchsorted(frame_of, np.arange(1, length + 2))
+    rows = []
+    for frame in range(1, length + 1):
+        lo, hi = bounds[frame - 1], bounds[frame]
+        image = None
+        if need_images:
+            path = frames.get(frame)
+            image = None if path is None else cv2.imread(path, cv2.IMREAD_COLOR)
+            if image is None:
+                raise InputError(path or f"frame {frame}", "cannot read this frame image (needed by gmc_method)")
+        out = tracker.update(Boxes(xywh[lo:hi], conf[lo:hi], np.zeros(hi - lo, dtype=np.float32)), image)
+        if len(out):
+            out = np.asarray(out, dtype=np.float64)
+            rows.append(
+                np.column_stack([np.full(len(out), frame), out[:, 4], out[:, :2], out[:, 2:4] - out[:, :2], out[:, 5]])
+            )
+    table = np.concatenate(rows) if rows else np.zeros((0, 7))
+    df = pd.DataFrame(np.round(table, 3), columns=MOT_COLUMNS)
+    df[["frame", "id"]] = df[["frame", "id"]].astype(np.int64)
+    return df.sort_values(["frame", "id"]).reset_index(drop=True)
+
+
+def track(
+    name: str,
+    detections_path: Path,
+    fetched: Path,
+    out_dir: Path,
+    settings: dict[str, Any],
+) -> int:
+    """Track every sequence fetch listed; write one MOTChallenge file each. Returns the row count."""
+    sequences_path = fetched / "sequences.json"
+    try:
+        sequences = json.loads(sequences_path.read_text(encoding="utf-8"))["sequences"]
+    except (OSError, json.JSONDecodeError, KeyError) as err:
+        raise InputError(sequences_path, f"not a readable sequences summary: {err}") from None
+    detections = read_detections_parquet(detections_path)
+    unknown = sorted(set(detections["sequence"]) - {s["name"] for s in sequences})
+    if unknown:
+        raise InputError(detections_path, f"detections for sequences not in {sequences_path}: {unknown}")
+    frames: dict[str, dict[int, str]] = {}
+    if uses_frames(settings):
+        images = pd.read_parquet(fetched / "images.parquet", columns=["sequence", "frame", "path"])
+        for sequence, rows in images.groupby("sequence"):
+            frames[str(sequence)] = dict(zip(rows["frame"].tolist(), rows["path"].tolist(), strict=True))
+    by_sequence = dict(tuple(detections.groupby("sequence", sort=True)))
+    total = 0
+    with replaced_dir(out_dir) as work:
+        for seq in tqdm(sequences, desc=f"{name} {out_dir.name}", unit="seq"):
+            rows = by_sequence.get(seq["name"], detections.iloc[:0])
+            if len(rows) and rows["frame"].max() > seq["length"]:
+                raise InputError(
+                    detections_path,
+                    f"frame beyond the sequence's {seq['length']} frames",
+                    row=f"{seq['name']} frame {rows['frame'].max()}",
+                )
+            table = track_sequence(name, settings, rows, int(seq["length"]), frames.get(seq["name"], {}))
+            write_mot(work / f"{seq['name']}.txt", table)
+            total += len(table)
+    return total

@@ -1,0 +1,261 @@
+"""The official EgoHumans evaluation: mmtracking's ``eval_mot`` through py-motmetrics 1.4.0, on NumPy 2.
+
+EgoHumans scores tracking with mmtracking (``CocoVideoDataset.evaluate`` -> ``eval_mot``), which feeds one
+py-motmetrics ``MOTAccumulator`` per video and pools them into OVERALL. This module computes the same numbers
+without py-motmetrics (which needs NumPy < 2 through mmtracking) and without its per-event DataFrames:
+
+- boxes ``x1, y1, x2, y2`` in float32, IoU and IoF as mmdet's ``bbox_overlaps`` computes them (float32, union at
+  least 1e-6); distance ``1 - IoU``; a pair matches when the distance is at most ``1 - iou_threshold``;
+- ignore boxes (``conf == 0`` in MOTChallenge ground truth: EgoHumans' ``ignore``/``iscrowd``): in a frame that
+  has any, a tracker box left unmatched by a plain assignment over all ground truth and covering an ignore box
+  with IoF > ``ignore_iof`` is removed before accumulation (never counted);
+- a frame with no ground truth and no (remaining) tracker box is skipped;
+- per frame, first every ground-truth object keeps the tracker id it was **last** matched to, however many frames
+  ago (py-motmetrics' ``m``), when that box still matches; the rest by a minimum-cost assignment (SciPy's solver on
+  py-motmetrics' expensive-edge matrix); a match to another id than the last one is an ID switch;
+- MT/PT/ML: matched share of the frames where the object is present (>= 0.8, [0.2, 0.8), < 0.2); Frag: runs of
+  misses between the object's first and last match (frames where it is absent do not count);
+- IDF1/IDP/IDR: one global assignment maximising the frames a ground-truth id and a tracker id match;
+- a sequence without a single accumulated frame is left out of the per-sequence table and of the overall numbers
+  (mmtracking's empty videos); OVERALL sums the counts and recomputes the ratios (py-motmetrics' ``compute_overall``).
+
+HOTA is not part of this path; the stage adds TrackEval's HOTA beside it (``egoeval.metrics``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import linear_sum_assignment
+
+OVERLAP_EPS = np.float32(1e-6)  # mmdet bbox_overlaps' eps
+PERCENT_FIELDS = ("IDF1", "IDP", "IDR", "MOTA", "MOTP", "Rcll", "Prcn")
+COUNT_FIELDS = ("FP", "FN", "IDSW", "MT", "PT", "ML", "Frag", "GT_Dets", "Dets", "IDTP")
+
+
+@dataclass
+class Counts:
+    """The counts py-motmetrics derives from one accumulator (its metric inputs)."""
+
+    matches: int = 0  # MATCH events
+    switches: int = 0  # SWITCH events
+    misses: int = 0
+    false_positives: int = 0
+    distance_sum: float = 0.0  # sum of 1 - IoU over MATCH and SWITCH events
+    objects: int = 0  # ground-truth boxes
+    predictions: int = 0  # tracker boxes accumulated (after the ignore rule)
+    idtp: int = 0
+    mostly_tracked: int = 0
+    partially_tracked: int = 0
+    mostly_lost: int = 0
+    fragmentations: int = 0
+    frames: int = 0  # accumulated frames
+
+
+def boxes_xyxy(df: pd.DataFrame) -> np.ndarray:
+    """``x1, y1, x2, y2`` as float32, with ``x2 = x + w`` computed in float64 first (as mmdet's COCO reader)."""
+    x, y = df["x"].to_numpy(np.float64), df["y"].to_numpy(np.float64)
+    return np.stack([x, y, x + df["w"].to_numpy(np.float64), y + df["h"].to_numpy(np.float64)], axis=1).astype(
+        np.float32
+    )
+
+
+def overlaps(a: np.ndarray, b: np.ndarray, mode: str = "iou") -> np.ndarray:
+    """mmdet's ``bbox_overlaps`` (float32, non-legacy coordinates), vectorised: IoU, or IoF over ``a``'s area."""
+    if len(a) == 0 or len(b) == 0:
+        return np.zeros((len(a), len(b)), dtype=np.float32)
+    a3, b3 = a[:, None, :], b[None, :, :]
+    area_a = (a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1])
+    area_b = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
+    width = np.maximum(np.minimum(a3[..., 2], b3[..., 2]) - np.maximum(a3[..., 0], b3[..., 0]), np.float32(0))
+    height = np.maximum(np.minimum(a3[..., 3], b3[..., 3]) - np.maximum(a3[..., 1], b3[..., 1]), np.float32(0))
+    overlap = width * height
+    union = (
+        area_a[:, None] + area_b[None, :] - overlap
+        if mode == "iou"
+        else np.broadcast_to(area_a[:, None], overlap.shape)
+    )
+    return overlap / np.maximum(union, OVERLAP_EPS)
+
+
+def _expensive_edges(costs: np.ndarray) -> np.ndarray:
+    """py-motmetrics' ``add_expensive_edges``: NaN becomes a cost no optimal assignment picks."""
+    valid = np.isfinite(costs)
+    if valid.all():
+        return costs.copy()
+    r = min(costs.shape)
+    c = np.abs(costs[valid]).max() + 1
+    return np.where(valid, costs, 2 * r * c + 1)
+
+
+def assign(costs: np.ndarray) -> list[tuple[int, int]]:
+    """py-motmetrics' ``linear_sum_assignment`` with the SciPy solver: finite pairs of the optimal assignment."""
+    valid = np.isfinite(costs)
+    if not valid.any():
+        return []
+    rows, cols = np.nonzero(valid)
+    if len(np.unique(rows)) == len(rows) and len(np.unique(cols)) == len(cols):
+        return list(zip(rows.tolist(), cols.tolist(), strict=True))  # disjoint edges: all of them are optimal
+    rids, cids = linear_sum_assignment(_expensive_edges(costs))
+    return [(i, j) for i, j in zip(rids.tolist(), cids.tolist(), strict=True) if valid[i, j]]
+
+
+def accumulate(gt: pd.DataFrame, pred: pd.DataFrame, iou_threshold: float = 0.5, ignore_iof: float = 0.5) -> Counts:
+    """One video's accumulator. ``gt`` holds every ground-truth row (``conf == 0``: ignore boxes); frames ascending,
+    rows within a frame in file order (the order decides ties, as in py-motmetrics)."""
+    gt = gt.iloc[np.argsort(gt["frame"].to_numpy(np.int64), kind="stable")]
+    pred = pred.iloc[np.argsort(pred["frame"].to_numpy(np.int64), kind="stable")]
+    ignored = np.trunc(gt["conf"].to_numpy(np.float64)) == 0
+    obj, ign = gt[~ignored], gt[ignored]
+    o_frames, i_frames, h_frames = (d["frame"].to_numpy(np.int64) for d in (obj, ign, pred))
+    o_ids, h_ids = obj["id"].to_numpy(np.int64), pred["id"].to_numpy(np.int64)
+    o_boxes, i_boxes, h_boxes = boxes_xyxy(obj), boxes_xyxy(ign), boxes_xyxy(pred)
+    frames = np.unique(np.concatenate([o_frames, h_frames]))
+    bounds = np.append(frames, np.iinfo(np.int64).max)
+    o_at, h_at = np.searchsorted(o_frames, bounds), np.searchsorted(h_frames, bounds)
+    i_at = np.searchsorted(i_frames, np.stack([frames, frames + 1]))  # ignore boxes of exactly that frame
+    max_dist = np.float32(1) - np.float32(iou_threshold)
+
+    counts = Counts()
+    last_hid: dict[int, int] = {}  # py-motmetrics' m: object -> the tracker id it was last matched to
+    present: dict[int, int] = {}
+    tracked: dict[int, int] = {}
+    seen: dict[int, bool] = {}  # an object matched at least once (its track span has begun)
+    pending: dict[int, bool] = {}  # a run of misses after a match, not yet closed by a match
+    pair_tp: dict[tuple[int, int], int] = {}
+    for t in range(len(frames)):
+        oids = o_ids[o_at[t] : o_at[t + 1]]
+        hids = h_ids[h_at[t] : h_at[t + 1]]
+        hb = h_boxes[h_at[t] : h_at[t + 1]]
+        dist = (np.float32(1) - overlaps(o_boxes[o_at[t] : o_at[t + 1]], hb)).astype(np.float64)
+        dist[dist > max_dist] = np.nan
+        ignore_boxes = i_boxes[i_at[0, t] : i_at[1, t]]
+        if len(ignore_boxes) and len(hids):
+            unmatched = np.ones(len(hids), dtype=bool)
+            for _, j in assign(dist):
+                unmatched[j] = False
+            drop = unmatched & (overlaps(hb, ignore_boxes, mode="iof") > np.float32(ignore_iof)).any(axis=1)
+            hids, dist = hids[~drop], dist[:, ~drop]
+        if dist.shape == (0, 0):
+            continue
+        counts.frames += 1
+        counts.objects += len(oids)
+        counts.predictions += len(hids)
+        for i, j in zip(*np.nonzero(np.isfinite(dist)), strict=True):
+            key = (int(oids[i]), int(hids[j]))
+            pair_tp[key] = pair_tp.get(key, 0) + 1
+        o_done = np.zeros(len(oids), dtype=bool)
+        h_done = np.zeros(len(hids), dtype=bool)
+        if len(oids) and len(hids):
+            column = {int(h): j for j, h in enumerate(hids.tolist())}
+            for i, o in enumerate(oids.tolist()):  # 1. keep each object's last match where it still matches
+                j = column.get(last_hid[o]) if o in last_hid else None
+                if j is not None and not h_done[j] and np.isfinite(dist[i, j]):
+                    o_done[i] = h_done[j] = True
+                    counts.matches += 1
+                    counts.distance_sum += dist[i, j]
+            rest = dist.copy()
+            rest[o_done, :] = np.nan
+            rest[:, h_done] = np.nan
+            for i, j in assign(rest):  # 2. the rest by a minimum-cost assignment
+                o, h = int(oids[i]), int(hids[j])
+                if o in last_hid and last_hid[o] != h:
+                    counts.switches += 1
+                else:
+                    counts.matches += 1
+                counts.distance_sum += dist[i, j]
+                o_done[i] = h_done[j] = True
+                last_hid[o] = h
+        counts.misses += int((~o_done).sum())
+        counts.false_positives += int((~h_done).sum())
+        for o, done in zip(oids.tolist(), o_done.tolist(), strict=True):
+            present[o] = present.get(o, 0) + 1
+            if done:
+                tracked[o] = tracked.get(o, 0) + 1
+                if pending.get(o):
+                    counts.fragmentations += 1
+                seen[o], pending[o] = True, False
+            elif seen.get(o):
+                pending[o] = True
+    for o, n in present.items():
+        ratio = tracked.get(o, 0) / n
+        if ratio >= 0.8:
+            counts.mostly_tracked += 1
+        elif ratio >= 0.2:
+            counts.partially_tracked += 1
+        else:
+            counts.mostly_lost += 1
+    counts.idtp = _idtp(pair_tp)
+    return counts
+
+
+def _idtp(pair_tp: dict[tuple[int, int], int]) -> int:
+    """The most frames a one-to-one pairing of ground-truth and tracker ids can match (py-motmetrics' IDTP)."""
+    if not pair_tp:
+        return 0
+    pairs = np.array(list(pair_tp), dtype=np.int64)
+    rows, oi = np.unique(pairs[:, 0], return_inverse=True)
+    cols, hi = np.unique(pairs[:, 1], return_inverse=True)
+    weights = np.zeros((len(rows), len(cols)))
+    weights[oi, hi] = list(pair_tp.values())
+    r, c = linear_sum_assignment(weights, maximize=True)
+    return int(weights[r, c].sum())
+
+
+def _ratio(a: float, b: float) -> float:
+    """py-motmetrics' ``quiet_divide`` (x / 0 is inf or NaN)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return float(np.true_divide(a, b))
+
+
+def summary(counts: list[Counts]) -> dict[str, float | int]:
+    """The published fields of one accumulator or of several pooled (py-motmetrics' OVERALL): percentages and
+    counts. MOTP is ``1 - mean distance`` (mmtracking's convention), NaN without a single match."""
+    total = {f.name: sum(getattr(c, f.name) for c in counts) for f in fields(Counts)}
+    detections = total["matches"] + total["switches"]
+    idfn, idfp = total["objects"] - total["idtp"], total["predictions"] - total["idtp"]
+    fractions = {
+        "IDF1": _ratio(2 * total["idtp"], total["objects"] + total["predictions"]),
+        "IDP": _ratio(total["idtp"], total["idtp"] + idfp),
+        "IDR": _ratio(total["idtp"], total["idtp"] + idfn),
+        "MOTA": 1.0 - _ratio(total["misses"] + total["switches"] + total["false_positives"], total["objects"]),
+        "MOTP": 1.0 - _ratio(sum(c.distance_sum for c in counts), detections),
+        "Rcll": _ratio(detections, total["objects"]),
+        "Prcn": _ratio(detections, total["false_positives"] + detections),
+    }
+    out: dict[str, float | int] = {k: 100 * v for k, v in fractions.items()}
+    out |= {
+        "FP": total["false_positives"],
+        "FN": total["misses"],
+        "IDSW": total["switches"],
+        "MT": total["mostly_tracked"],
+        "PT": total["partially_tracked"],
+        "ML": total["mostly_lost"],
+        "Frag": total["fragmentations"],
+        "GT_Dets": total["objects"],
+        "Dets": total["predictions"],
+        "IDTP": total["idtp"],
+    }
+    return out
+
+
+def evaluate_official(
+    gt: dict[str, pd.DataFrame], pred: dict[str, pd.DataFrame], iou_threshold: float = 0.5, ignore_iof: float = 0.5
+) -> dict[str, dict]:
+    """``{"COMBINED": summary, "sequences": {name: summary}}`` as mmtracking's ``eval_mot`` reports them.
+
+    ``gt`` holds every ground-truth row (read_mot ``kind="pred"``: ``conf == 0`` rows are the ignore boxes); a
+    sequence missing from ``pred`` has no tracker boxes. Sequences with no accumulated frame are left out.
+    """
+    per_seq: dict[str, Counts] = {}
+    for name in sorted(gt):
+        frame = pred.get(name)
+        counts = accumulate(gt[name], gt[name].iloc[:0] if frame is None else frame, iou_threshold, ignore_iof)
+        if counts.frames:
+            per_seq[name] = counts
+    return {
+        "COMBINED": summary(list(per_seq.values())),
+        "sequences": {name: summary([c]) for name, c in per_seq.items()},
+    }

@@ -297,3 +297,9 @@ def test_huggingface_refuses_the_robot_set_and_unpinned_revisions(tmp_path: Path
         download_hf(spec, Counter(), root=tmp_path / "cache")
     with pytest.raises(InputError, match="must pin a commit"):
         download_hf({**spec, "dataset": "egonormia", "hf_revision": "main"}, Counter(), root=tmp_path / "cache")
+
+
+def test_the_shipped_verified_split_is_the_official_file() -> None:
+    assert sha256_file(SHIPPED_SPLIT) == "65820d50f700ca5d8bc2225910db8e1996e7b8eddb20d495a8cefcf732c23cff"
+    ids = verified_ids()
+    assert len(ids) == 200 and all("_" in i for i in ids)

@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from egoeval.egonormia.schema import DATASETS, PREV_STRIP, PREV_VIDEO, read_folder
+from egoeval.egonormia.schema import DATASETS, PREV_STRIP, PREV_VIDEO, read_folder, select_split
 from egoeval.io import PARAMS_FILE, InputError
 
 HF_DIR = Path(".egoeval-cache/huggingface")
@@ -71,11 +71,7 @@ def download_hf(
     local_dir = root / repo_id / revision
     if not _download(repo_id, revision, DATASETS[dataset], local_dir, endpoint):
         raise InputError(PARAMS_FILE, f"{repo_id}@{revision} has no {DATASETS[dataset]}")
-    items = read_folder(local_dir, dataset, notes)
-    if params["split"] == "verified":
-        items = items[items["verified"]].reset_index(drop=True)
-        if items.empty:
-            raise InputError(local_dir, "split 'verified' selects no clip: no item is in the verified split")
+    items = select_split(read_folder(local_dir, dataset, notes), params["split"], local_dir)
     names = [f"video/{clip_id}/{name}" for clip_id in items["id"] for name in (PREV_VIDEO, PREV_STRIP)]
     with ThreadPoolExecutor(DOWNLOAD_THREADS) as pool:
         found = list(pool.map(lambda name: _download(repo_id, revision, name, local_dir, endpoint), names))

@@ -399,6 +399,15 @@ def read_folder(folder: str | Path, dataset: str = "egonormia", notes: Counter |
     return items
 
 
+def select_split(items: pd.DataFrame, split: str, where: str | Path) -> pd.DataFrame:
+    """``full``: every item; ``verified``: the verified ones (InputError naming ``where`` when there are none)."""
+    if split == "verified":
+        items = items[items["verified"]].reset_index(drop=True)
+        if items.empty:
+            raise InputError(where, "split 'verified' selects no clip: no item is in the verified split")
+    return items
+
+
 def find_video(root: str | Path, clip_id: str) -> str | None:
     """The clip's context video relative to the media ``root`` (posix), or None; ``clip_id`` must be a safe id.
 

@@ -40,7 +40,15 @@ from tqdm import tqdm
 
 from egoeval.egonormia.artifacts import FETCHED
 from egoeval.egonormia.hub import download_hf
-from egoeval.egonormia.schema import find_strip, find_video, item_files, media_files, read_folder, write_items
+from egoeval.egonormia.schema import (
+    find_strip,
+    find_video,
+    item_files,
+    media_files,
+    read_folder,
+    select_split,
+    write_items,
+)
 from egoeval.io import (
     PARAMS_FILE,
     InputError,
@@ -69,14 +77,6 @@ def _check_pinned(manifest: Path, folder: Path, names: list[str]) -> None:
     verify_manifest(manifest, folder, names)
 
 
-def _select(items: pd.DataFrame, split: str, where: Path) -> pd.DataFrame:
-    if split == "verified":
-        items = items[items["verified"]].reset_index(drop=True)
-        if items.empty:
-            raise InputError(where, "split 'verified' selects no clip: no item is in the verified split")
-    return items
-
-
 def _log_notes(notes: Counter, where: Path) -> None:
     for note, count in sorted(notes.items()):
         print(f"fetch: {where}: {count} rows: {note}", file=sys.stderr)
@@ -93,7 +93,7 @@ def fetch(params: dict[str, Any], out_dir: str | Path) -> pd.DataFrame:
         folder, media = _folders(params)
         manifest = Path(params["manifest"])
         _check_pinned(manifest, folder, item_files(folder, dataset))
-        items = _select(read_folder(folder, dataset, notes), params["split"], folder)
+        items = select_split(read_folder(folder, dataset, notes), params["split"], folder)
         _check_pinned(manifest, media, media_files(media, items))
     _log_notes(notes, folder)
     with replaced_dir(out_dir) as work:

@@ -14,7 +14,8 @@ import json
 import sys
 from pathlib import Path
 
-from egoeval.io import PARAMS_FILE, InputError, load_params
+from egoeval.io import PARAMS_FILE, InputError
+from egoeval.settings import load_settings
 
 HANDLERS = {"egohumans": "egoeval.egohumans.published", "egonormia": "egoeval.egonormia.published"}
 
@@ -62,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
             raise InputError(args.metrics, f"no published numbers for {benchmark} yet") from None
         if options and benchmark != "egonormia":
             raise InputError(args.metrics, f"--dataset and --map are EgoNormia options, not {benchmark}'s")
-        print(handler.compare_report(metrics, load_params(path=args.params), **options))
+        print(handler.compare_report(metrics, load_settings(args.params).model_dump(), **options))
     except InputError as err:
         print(f"egoeval compare: {err}", file=sys.stderr)
         return 2

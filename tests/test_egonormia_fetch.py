@@ -28,7 +28,8 @@ from egoeval.egonormia.schema import (
     validate_items,
     write_items,
 )
-from egoeval.io import InputError, load_params, read_manifest, write_manifest
+from egoeval.io import InputError, read_manifest, write_manifest
+from egoeval.settings import load_settings
 from stages.egonormia.fetch import fetch, write_folder_manifest
 from stages.egonormia.sample import render_sample
 
@@ -91,7 +92,9 @@ def sample_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("sample")
     shutil.copyfile(SAMPLE / "clips.json", folder / "clips.json")
     shutil.copyfile(SAMPLE / "manifest.sha256", folder / "manifest.sha256")
-    render_sample(folder / "clips.json", folder / "videos", load_params("egonormia.sample", REPO / "params.yaml"))
+    render_sample(
+        folder / "clips.json", folder / "videos", load_settings(REPO / "params.yaml").egonormia.sample.model_dump()
+    )
     return folder
 
 
@@ -148,7 +151,7 @@ def test_sample_clips_contract() -> None:
 
 
 def test_sample_rerender_is_byte_identical(sample_copy: Path, tmp_path: Path) -> None:
-    params = load_params("egonormia.sample", REPO / "params.yaml")
+    params = load_settings(REPO / "params.yaml").egonormia.sample.model_dump()
     render_sample(sample_copy / "clips.json", tmp_path / "again", params)
     first = {p.name: sha256(p) for p in sorted((sample_copy / "videos").iterdir())}
     second = {p.name: sha256(p) for p in sorted((tmp_path / "again").iterdir())}
@@ -162,7 +165,7 @@ def test_sample_rerender_is_byte_identical(sample_copy: Path, tmp_path: Path) ->
 
 
 def test_sample_videos_decode(sample_copy: Path) -> None:
-    params = load_params("egonormia.sample", REPO / "params.yaml")
+    params = load_settings(REPO / "params.yaml").egonormia.sample.model_dump()
     for path in sorted((sample_copy / "videos").iterdir()):
         reader = decord.VideoReader(str(path))
         assert len(reader) == params["seconds"] * params["fps"]

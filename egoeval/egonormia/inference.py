@@ -50,7 +50,8 @@ from egoeval.egonormia.prompts import (
     permutation,
     sensible_request,
 )
-from egoeval.io import PARAMS_FILE, InputError, load_params
+from egoeval.io import PARAMS_FILE, InputError
+from egoeval.settings import load_settings
 from egoeval.stage import TransientFailure
 
 
@@ -252,12 +253,13 @@ def check_failures(responses: pd.DataFrame, max_failure_rate: float) -> None:
 
 def inference_inputs(root: Path = Path(".")) -> tuple[Any, ...]:
     """``run_inference``'s arguments as the infer stage reads them under ``root``."""
-    params = load_params("egonormia", path=root / PARAMS_FILE)
+    params = load_settings(root / PARAMS_FILE).egonormia
+    infer = params.infer.model_dump()
     return (
         read_items(root / ITEMS),
         read_table(root / FRAMES / "index.parquet", ["id", "image", "error"]),
         root / FRAMES,
         read_table(root / DESCRIPTIONS, ["id", "description", "error"]),
-        [params["model"], *(params.get("baselines") or [])],
-        {**params["infer"], "cache_dir": str(root / params["infer"]["cache_dir"]), "protocol": params["protocol"]},
+        [params.model.model_dump(), *(model.model_dump() for model in params.baselines)],
+        {**infer, "cache_dir": str(root / infer["cache_dir"]), "protocol": params.protocol},
     )

@@ -34,7 +34,8 @@ import cv2
 import numpy as np
 from tqdm import tqdm
 
-from egoeval.io import atomic_write_bytes, atomic_write_text, load_params, replaced_dir, write_json, write_manifest
+from egoeval.io import atomic_write_bytes, atomic_write_text, replaced_dir, write_json, write_manifest
+from egoeval.settings import load_settings
 from egoeval.stage import run_stage
 
 OUT_DIR = Path("data/egohumans/sample")
@@ -500,7 +501,7 @@ def _generate_into(root: Path, params: SampleParams) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
-    return run_stage(lambda: generate_sample(OUT_DIR, SampleParams(**load_params("egohumans.sample"))))
+    return run_stage(lambda: generate_sample(OUT_DIR, SampleParams(**load_settings().egohumans.sample.model_dump())))
 
 
 if __name__ == "__main__":

@@ -53,11 +53,11 @@ from egoeval.io import (
     PARAMS_FILE,
     InputError,
     atomic_write_text,
-    load_params,
     replaced_dir,
     sha256_file,
     verify_manifest,
 )
+from egoeval.settings import load_settings
 from egoeval.stage import run_stage
 
 
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
             names = write_folder_manifest(args.write_manifest, args.manifest, args.media, args.dataset)
             print(f"pinned {len(names)} files of {args.write_manifest}", file=sys.stderr)
             return
-        items = fetch(load_params("egonormia.fetch"), FETCHED)
+        items = fetch(load_settings().egonormia.fetch.model_dump(), FETCHED)
         with_video, with_strip = int((items["video"] != "").sum()), int((items["strip"] != "").sum())
         print(
             f"fetched {len(items)} clips ({with_video} with a context video, {with_strip} with a frames strip) "

@@ -23,7 +23,8 @@ import pandas as pd
 from tqdm import tqdm
 
 from egoeval.egonormia.artifacts import FETCHED, FRAMES, ITEMS, read_table
-from egoeval.io import InputError, atomic_write_bytes, load_params, replaced_dir, write_parquet
+from egoeval.io import InputError, atomic_write_bytes, replaced_dir, write_parquet
+from egoeval.settings import load_settings
 from egoeval.stage import run_stage
 from egoeval.video import encode_jpeg, frame_strip, read_sampled_frames
 
@@ -102,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(description=__doc__).parse_args(argv)
 
     def run() -> None:
-        params = load_params("egonormia.frames")
+        params = load_settings().egonormia.frames.model_dump()
         items = read_table(ITEMS, ["id", "video", "strip"])
         with replaced_dir(FRAMES) as work:
             index = extract_frames(items, FETCHED, work, params)

@@ -35,6 +35,7 @@ nightly: setup
 	python -m flows.nightly --once
 
 bench: setup
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	python -m bench.run
 
 clean:

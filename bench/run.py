@@ -7,7 +7,7 @@ import sys
 
 from bench import save
 
-BENCHES = ["bench.frames", "bench.infer_throughput", "bench.score_tracks", "bench.official_protocol"]
+BENCHES = ["bench.frames", "bench.infer_throughput", "bench.score_tracks", "bench.official_protocol", "bench.trackers"]
 
 
 def main(names: list[str]) -> int:

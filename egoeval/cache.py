@@ -1,6 +1,6 @@
 """The durable response cache: SQLite in WAL mode, one committed row per successful model call.
 
-Keyed by ``request_key`` (backend, model, messages with images by sha256, decoding); requests carry no
+Keyed by ``request_key`` (backend, model, protocol, messages with images by sha256, decoding); requests carry no
 credentials, so neither does the cache. Every ``put`` commits at once: a crash, even SIGKILL, loses at most
 the calls in flight. Safe for many threads (one connection each; writes take turns on a lock) and many processes (SQLite
 locking, with a busy timeout).

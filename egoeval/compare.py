@@ -1,7 +1,9 @@
 """``egoeval compare METRICS_JSON``: reported numbers beside the published ones, for either benchmark.
 
 The benchmark is the one dvc.yaml declares for that metrics file (``meta.benchmark``), else the file's stem; each
-benchmark's half lives with its code (``compare_report(metrics, params) -> str``).
+benchmark's half lives with its code (``compare_report(metrics, params, **options) -> str``). EgoNormia takes two
+options: ``--dataset`` (default ``egonormia.fetch.dataset``) and ``--map OURS=PUBLISHED`` (beside
+``published_as`` in params.yaml).
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ import json
 import sys
 from pathlib import Path
 
-from egoeval.io import PARAMS_FILE, InputError, load_params
+from egoeval.io import PARAMS_FILE, InputError
+from egoeval.settings import load_settings
 
 HANDLERS = {"egohumans": "egoeval.egohumans.published", "egonormia": "egoeval.egonormia.published"}
 
@@ -34,7 +37,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="egoeval compare", description=__doc__.splitlines()[0])
     parser.add_argument("metrics", type=Path, help="a metrics file, e.g. metrics/egohumans.json")
     parser.add_argument("--params", type=Path, default=PARAMS_FILE, help="params.yaml (default: ./params.yaml)")
+    parser.add_argument("--dataset", help="EgoNormia: egonormia or ood_robot (default: egonormia.fetch.dataset)")
+    parser.add_argument("--map", action="append", default=[], metavar="OURS=PUBLISHED", help="EgoNormia: a name map")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    options: dict[str, object] = {}
+    if args.dataset:
+        options["dataset"] = args.dataset
+    if args.map:
+        if any("=" not in item for item in args.map):
+            parser.error("--map takes OURS=PUBLISHED")
+        options["mapping"] = dict(item.split("=", 1) for item in args.map)
     try:
         try:
             metrics = json.loads(args.metrics.read_text())
@@ -49,7 +61,9 @@ def main(argv: list[str] | None = None) -> int:
             handler = importlib.import_module(HANDLERS[benchmark])
         except ModuleNotFoundError:
             raise InputError(args.metrics, f"no published numbers for {benchmark} yet") from None
-        print(handler.compare_report(metrics, load_params(path=args.params)))
+        if options and benchmark != "egonormia":
+            raise InputError(args.metrics, f"--dataset and --map are EgoNormia options, not {benchmark}'s")
+        print(handler.compare_report(metrics, load_settings(args.params).model_dump(), **options))
     except InputError as err:
         print(f"egoeval compare: {err}", file=sys.stderr)
         return 2

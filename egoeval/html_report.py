@@ -5,9 +5,10 @@ SVG backend, ``egoeval.charts``), images as ``data:`` URIs. No network is needed
 byte-identical for identical inputs.
 
 - EgoNormia: the leaderboard per setting with 95% bootstrap intervals (metrics/egonormia.json) and published figures
-  where bundled (``published_figures``), action accuracy per norm category (plots/egonormia/categories.csv), and a
-  browsable set of clips (``report.clips``, those most models get wrong first) with the frames image, the options,
-  the gold answers and each model's replies and parsed choices.
+  of the evaluated dataset (``egonormia.fetch.dataset``) where bundled (egoeval/egonormia/data/published.json),
+  action accuracy per norm category (plots/egonormia/categories.csv), and a browsable set of clips (``report.clips``,
+  those most models get wrong first) with the frames image, the options, the gold answers and each model's replies
+  and parsed choices.
 - EgoHumans: every tracker x detection mode with IDF1, MOTA and HOTA per sequence (metrics/egohumans.json), and the
   frames where the runs disagree most (``report.egohumans_frames``; ``egoeval.egohumans.disagreement``) with each
   run's boxes and track ids drawn over the frame.
@@ -45,6 +46,7 @@ from egoeval.egonormia.artifacts import (
     read_table,
     require_columns,
 )
+from egoeval.egonormia.published import load_published
 from egoeval.io import InputError, atomic_write_text, read_json
 from egoeval.mot import read_mot, read_mot_folder
 from egoeval.settings import load_settings
@@ -60,12 +62,6 @@ EGOHUMANS_GT = Path("data/egohumans/fetched/gt")
 EGOHUMANS_TRACKS = Path("data/egohumans/tracks")
 TRACKING_METRICS = ("IDF1", "MOTA", "HOTA")
 LETTERS = "ABCDE"
-
-
-def published_figures() -> dict[str, Any]:
-    """Published EgoNormia figures: ``{"datasets": {name: {"source": text, "figures": {setting: {model: {metric:
-    value, "n": n}}}}}}``. The hook for a bundled published-numbers file; none is bundled yet, so no figures."""
-    return {"datasets": {}}
 
 
 # --------------------------------------------------------------------------------------------------- HTML helpers
@@ -103,17 +99,11 @@ def _metric_cell(entry: dict[str, Any], metric: str) -> str:
     return shown
 
 
-def _published_rows(published: dict[str, Any], setting: str) -> list[tuple[str, str, dict[str, Any]]]:
-    """(dataset, model, figures) of every bundled published figure for ``setting``."""
-    rows = []
-    for dataset, entry in sorted(published.get("datasets", {}).items()):
-        for model, figures in sorted((entry.get("figures") or {}).get(setting, {}).items()):
-            rows.append((dataset, model, figures))
-    return rows
-
-
-def leaderboard(metrics: dict[str, Any], published: dict[str, Any]) -> str:
-    """Per setting: our models ranked by ``both`` with 95% intervals, then the published figures; one chart."""
+def leaderboard(metrics: dict[str, Any], published: dict[str, Any], dataset: str) -> str:
+    """Per setting: our models ranked by ``both`` with 95% intervals, then the published figures of ``dataset`` (from
+    ``published``, laid out as egoeval/egonormia/data/published.json); one chart of both."""
+    bundled = published.get("datasets", {}).get(dataset) or {}
+    figures_by_setting = bundled.get("figures") or {}
     metrics = {  # {setting: {model: entry}}; any other key (a recorded protocol, say) is not a result
         setting: {model: entry for model, entry in models.items() if isinstance(entry, dict)}
         for setting, models in metrics.items()
@@ -143,7 +133,7 @@ def leaderboard(metrics: dict[str, Any], published: dict[str, Any]) -> str:
                 interval = (entry.get("ci95") or {}).get(metric) or [entry.get(metric), entry.get(metric)]
                 if entry.get(metric) is not None:
                     chart_rows.append((setting, model, metric, entry[metric], interval[0], interval[1]))
-        for dataset, model, figures in _published_rows(published, setting):
+        for model, figures in sorted(figures_by_setting.get(setting, {}).items()):
             rows.append(
                 [
                     "",
@@ -166,16 +156,15 @@ def leaderboard(metrics: dict[str, Any], published: dict[str, Any]) -> str:
             "call fail",
         ]
         parts.append(f"<h3>{esc(setting)}</h3>{table(header, rows, 'leaderboard')}")
-    sources = [
-        f"<li>{esc(name)}: {esc(entry.get('source', ''))}</li>"
-        for name, entry in sorted(published.get("datasets", {}).items())
-    ]
-    note = (
-        f'<p class="note">Published figures (italic): <ul>{"".join(sources)}</ul></p>'
-        if sources
-        else '<p class="note">No published figures are bundled (<code>egoeval.html_report.published_figures</code>).'
-        "</p>"
-    )
+    if figures_by_setting:
+        note = f"Published figures (italic) of dataset {esc(dataset)}: {esc(bundled.get('source', ''))}."
+    else:
+        elsewhere = sorted(name for name, other in published.get("datasets", {}).items() if other.get("figures"))
+        note = (
+            f"No published figures of dataset {esc(dataset)} are bundled (figures for: "
+            f"{esc(', '.join(elsewhere) or 'none')}). {esc(bundled.get('source', ''))}"
+        )
+    note = f'<p class="note">{note} (<code>egoeval/egonormia/data/published.json</code>)</p>'
     rows_frame = pd.DataFrame(chart_rows, columns=["setting", "model", "metric", "value", "low", "high"])
     published_frame = pd.DataFrame(chart_published, columns=["setting", "model", "metric", "value"])
     chart = interval_chart(rows_frame, settings, METRICS, published_frame, "egonormia-leaderboard")
@@ -568,7 +557,7 @@ def build_page(root: Path, settings: Any) -> str:
     egohumans = read_json(root / EGOHUMANS_METRICS)
     runs = _runs(egohumans, settings.egohumans.track.trackers, settings.egohumans.detect.modes)
     sections = [
-        leaderboard(egonormia, published_figures()),
+        leaderboard(egonormia, load_published(), settings.egonormia.fetch.dataset),
         category_section(categories),
         clips_section(root, report.clips),
         tracking_section(

@@ -14,8 +14,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
@@ -33,15 +31,6 @@ class InputError(ValueError):
         super().__init__(f"{where}: {message}")
         self.path = str(path)
         self.row = row
-
-
-def load_params(section: str | None = None, path: str | os.PathLike[str] = PARAMS_FILE) -> dict[str, Any]:
-    """Read params.yaml, or one dotted section of it (e.g. ``"egonormia.frames"``)."""
-    params = yaml.safe_load(Path(path).read_text())
-    if section:
-        for key in section.split("."):
-            params = params[key]
-    return params
 
 
 def flatten_dotted(obj: Any, prefix: str = "") -> dict[str, Any]:

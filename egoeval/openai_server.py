@@ -10,6 +10,7 @@ records every request (headers and JSON body) and the peak number of requests in
 from __future__ import annotations
 
 import argparse
+import ast
 import hashlib
 import json
 import random
@@ -42,6 +43,7 @@ FAULTS = (
 )
 Policy = Callable[[dict[str, Any]], str]
 _OPTION = re.compile(r"^([1-9])\. (.*)$", re.MULTILINE)
+_OFFICIAL_OPTIONS = re.compile(r"^\s*(Behavior|Justification) options: (\[.*\])$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -62,9 +64,21 @@ def last_user_text(body: Mapping[str, Any]) -> str:
     return ""
 
 
+class Fault(Exception):
+    """Raised by a policy: the server answers that request with the fault ``kind`` (one of ``FAULTS``)."""
+
+    def __init__(self, kind: str) -> None:
+        if kind not in FAULTS:
+            raise ValueError(f"unknown fault {kind!r}; known: {FAULTS}")
+        super().__init__(kind)
+        self.kind = kind
+
+
 def default_policy(body: dict[str, Any]) -> str:
     """Always option 1 (or [1] when several may be picked); a short text when there are no options."""
     text = last_user_text(body)
+    if _OFFICIAL_OPTIONS.search(text):
+        return "Let me think step by step.\n[1]" if "PYTHON LIST" in text else "Let me think step by step.\n1"
     if not _OPTION.search(text):
         return "A person stands in a kitchen talking to a friend."
     return "Let me think step by step.\nAnswer: [1]" if "Answer: [" in text else "Let me think step by step.\nAnswer: 1"
@@ -75,6 +89,8 @@ class KeyedPolicy:
 
     ``clips``: per clip, its displayed action texts, the correct action text, the displayed justification
     texts, the correct justification text and the sensible action texts (all as the prompt shows them).
+    Prompts of the official protocol (options as a Python list after ``Behavior options:`` or
+    ``Justification options:``) are answered the official way: the option's number last, or a list.
     """
 
     def __init__(self, clips: Iterable[Mapping[str, Any]]) -> None:
@@ -107,6 +123,16 @@ class KeyedPolicy:
 
     def __call__(self, body: dict[str, Any]) -> str:
         text = last_user_text(body)
+        listed = _OFFICIAL_OPTIONS.search(text)
+        if listed:
+            from egoeval.egonormia.prompts import NONE_OF_THE_ABOVE
+
+            stored = [o or NONE_OF_THE_ABOVE for o in ast.literal_eval(listed.group(2))]
+            shown = frozenset(stored)
+            if "PYTHON LIST" in text:
+                picked = [n + 1 for n, option in enumerate(stored) if option in self._multi[shown]]
+                return f"Reasoning about each option.\n{picked}"
+            return f"Reasoning step by step.\n{stored.index(self._single[shown]) + 1}"
         options = {int(n): option.strip() for n, option in _OPTION.findall(text)}
         shown = frozenset(options.values())
         if "Answer: [" in text:
@@ -288,7 +314,12 @@ def _make_handler(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
             elif fault == "refusal":
                 self._send(200, json.dumps(_completion(None, "I cannot help with that.")).encode())
             else:
-                self._send(200, json.dumps(_completion(server.policy(body))).encode())
+                try:
+                    content = server.policy(body)
+                except Fault as chosen:
+                    self._respond(chosen.kind, body)
+                    return
+                self._send(200, json.dumps(_completion(content)).encode())
 
     return Handler
 

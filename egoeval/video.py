@@ -1,4 +1,10 @@
-"""Video reading, once for the project: sample frames at a fixed rate with decord, decoding only those."""
+"""Video reading, once for the project: frames sampled at a fixed rate, decoding as little as the codec allows.
+
+``read_sampled_frames`` demuxes with PyAV (FFmpeg) on one thread and tells the decoder to skip every
+non-reference frame it is not asked for (``skip_frame = NONREF``): in long-GOP H.264 (phones, Aria glasses) every
+reference frame must still be decoded, but B-frames nobody refers to are not, and only the sampled frames are
+converted to RGB. The pixels equal a full decode's (decord's, ``decode_all_frames``; tested).
+"""
 
 from __future__ import annotations
 
@@ -32,9 +38,13 @@ def sample_indices(video_frames: int, video_fps: float, fps: float) -> tuple[lis
     return indices, times
 
 
+def _frame_index(pts: int, start: int, time_base: float, fps: float) -> int:
+    return round((pts - start) * time_base * fps)
+
+
 def read_sampled_frames(path: str | Path, fps: float) -> SampledFrames:
-    """Decode only the frames needed to sample ``fps`` frames per second; raise InputError on a bad video."""
-    import decord  # imported here: decord starts threads at import
+    """Decode only what sampling ``fps`` frames per second needs; raise InputError on a bad video."""
+    import av  # imported here: PyAV loads FFmpeg's libraries
 
     path = Path(path)
     if not path.is_file():
@@ -42,21 +52,48 @@ def read_sampled_frames(path: str | Path, fps: float) -> SampledFrames:
     if path.stat().st_size == 0:
         raise InputError(path, "video file is empty (0 bytes)")
     try:
-        reader = decord.VideoReader(str(path), ctx=decord.cpu(0), num_threads=1)
-        video_frames = len(reader)
-        video_fps = float(reader.get_avg_fps())
-    except Exception as error:  # decord raises its own DECORDError and RuntimeError subclasses
+        container = av.open(str(path))
+    except Exception as error:  # PyAV raises av.error.* (FFmpeg's errors) and OSError subclasses
         raise InputError(path, f"cannot open video: {str(error).splitlines()[0][:200]}") from None
-    if video_frames <= 0:
-        raise InputError(path, "video has no frames")
-    if not (MIN_FPS <= video_fps <= MAX_FPS) or not math.isfinite(video_fps):
-        raise InputError(path, f"implausible frame rate in the metadata: {video_fps!r} fps")
-    indices, times = sample_indices(video_frames, video_fps, fps)
-    try:
-        frames = reader.get_batch(indices).asnumpy()
-    except Exception as error:
-        raise InputError(path, f"cannot decode frames {indices}: {str(error).splitlines()[0][:200]}") from None
-    return SampledFrames(frames, times, indices, video_fps, video_frames)
+    with container:
+        if not container.streams.video:
+            raise InputError(path, "no video stream")
+        stream = container.streams.video[0]
+        stream.thread_type = "SLICE"
+        stream.codec_context.thread_count = 1  # one clip per core: the frames stage runs clips in parallel
+        rate = stream.average_rate or stream.guessed_rate
+        video_fps = float(rate) if rate else 0.0
+        if not (MIN_FPS <= video_fps <= MAX_FPS) or not math.isfinite(video_fps):
+            raise InputError(path, f"implausible frame rate in the metadata: {video_fps!r} fps")
+        video_frames = int(stream.frames)
+        if video_frames <= 0 and stream.duration is not None:
+            video_frames = round(float(stream.duration * stream.time_base) * video_fps)
+        if video_frames <= 0:
+            raise InputError(path, "video has no frames")
+        indices, times = sample_indices(video_frames, video_fps, fps)
+        wanted = set(indices)
+        time_base = float(stream.time_base)
+        start = stream.start_time or 0
+        found: dict[int, np.ndarray] = {}
+        try:
+            for packet in container.demux(stream):
+                if packet.pts is not None:
+                    needed = _frame_index(packet.pts, start, time_base, video_fps) in wanted
+                    stream.codec_context.skip_frame = "DEFAULT" if needed else "NONREF"
+                for frame in packet.decode():
+                    if frame.pts is None:
+                        continue
+                    index = _frame_index(frame.pts, start, time_base, video_fps)
+                    if index in wanted and index not in found:
+                        found[index] = frame.to_ndarray(format="rgb24")
+                if len(found) == len(wanted):
+                    break
+        except Exception as error:
+            raise InputError(path, f"cannot decode frames: {str(error).splitlines()[0][:200]}") from None
+    missing = [i for i in indices if i not in found]
+    if missing:
+        raise InputError(path, f"cannot decode frames {missing} (truncated or damaged video?)")
+    return SampledFrames(np.stack([found[i] for i in indices]), times, indices, video_fps, video_frames)
 
 
 def decode_all_frames(path: str | Path) -> np.ndarray:
@@ -68,7 +105,10 @@ def decode_all_frames(path: str | Path) -> np.ndarray:
 
 
 def frame_strip(frames: np.ndarray, height: int, max_width: int) -> np.ndarray:
-    """Frames scaled to ``height`` and concatenated left to right; the strip is scaled to fit ``max_width``."""
+    """Frames scaled to ``height`` px each and concatenated left to right.
+
+    Only when the strip would be wider than ``max_width`` is it scaled down as a whole (aspect kept).
+    """
     scaled = []
     for frame in frames:
         width = max(1, round(frame.shape[1] * height / frame.shape[0]))
@@ -85,3 +125,23 @@ def encode_jpeg(rgb: np.ndarray, quality: int) -> bytes:
     if not ok:
         raise RuntimeError("JPEG encoding failed")
     return buffer.tobytes()
+
+
+def write_h264(path: str | Path, frames: np.ndarray, fps: int, gop: int = 300, bframes: int = 3) -> Path:
+    """Encode RGB frames as H.264 (libx264 in PyAV) with one keyframe every ``gop`` frames and B-frames: the
+    long-GOP shape phones and Aria glasses record (tests and bench/frames.py make their clips with it)."""
+    import av
+
+    path = Path(path)
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream("libx264", rate=fps)
+        stream.width, stream.height = int(frames.shape[2]), int(frames.shape[1])
+        stream.pix_fmt = "yuv420p"
+        stream.codec_context.gop_size = gop
+        stream.options = {"bf": str(bframes), "sc_threshold": "0", "keyint_min": str(gop), "preset": "veryfast"}
+        for rgb in frames:
+            for packet in stream.encode(av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format="rgb24")):
+                container.mux(packet)
+        for packet in stream.encode():
+            container.mux(packet)
+    return path

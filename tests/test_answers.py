@@ -325,3 +325,59 @@ def test_round_trip_multi(perm: list[int], positions: list[int], form: str, reas
         numbers=", ".join(map(str, positions)), letters=", ".join("ABCDE"[p - 1] for p in positions), spoken=spoken
     )
     assert parse_multi(f"{reasoning}\n{answer}", perm, OPTIONS) == sorted(perm[p - 1] for p in positions)
+
+
+# ------------------------------------------------------------------ commentary after the answer (issue 8, g)
+
+COMMENTARY = st.sampled_from(
+    [
+        " (options {others} are rude)",
+        " ({others} would be rude)",
+        " [not {others}]",
+        " (not option {others})",
+        " -- {others} are wrong because they ignore the person",
+        " because {others} ignore the context",
+        ". Options {others} are less appropriate.",
+        " ({others}).",
+    ]
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "stored"),
+    [
+        ("Answer: [2, 4] (options 1 and 3 are rude)", [0, 2]),
+        ("Answer: [2, 4] (1 and 3 are rude)", [0, 2]),
+        ("Answer: 2, 4 (options 1 and 3 are rude)", [0, 2]),
+        ("Answer: [2, 4] [not 1]", [0, 2]),
+        ("Answer: [] (none of 1-5 fits)", []),
+    ],
+)
+def test_multi_ignores_commentary_after_the_answer(text: str, stored: list[int]) -> None:
+    assert multi(text) == stored
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    perm=permutations,
+    positions=st.lists(st.integers(1, 5), min_size=1, max_size=5, unique=True),
+    bracketed=st.booleans(),
+    commentary=COMMENTARY,
+    reasoning=REASONING,
+)
+def test_fuzz_multi_with_trailing_commentary(
+    perm: list[int], positions: list[int], bracketed: bool, commentary: str, reasoning: str
+) -> None:
+    others = [p for p in range(1, 6) if p not in positions] or [1]
+    numbers = ", ".join(map(str, positions))
+    answer = f"Answer: [{numbers}]" if bracketed else f"Answer: {numbers}"
+    text = f"{reasoning}\n{answer}{commentary.format(others=' and '.join(map(str, others)))}"
+    assert parse_multi(text, perm, OPTIONS) == sorted(perm[p - 1] for p in positions), text
+
+
+@settings(max_examples=400, deadline=None)
+@given(perm=permutations, position=st.integers(1, 5), commentary=COMMENTARY, reasoning=REASONING)
+def test_fuzz_single_with_trailing_commentary(perm: list[int], position: int, commentary: str, reasoning: str) -> None:
+    others = " and ".join(str(p) for p in range(1, 6) if p != position)
+    text = f"{reasoning}\nAnswer: {position}{commentary.format(others=others)}"
+    assert parse_single(text, perm, OPTIONS) == perm[position - 1], text

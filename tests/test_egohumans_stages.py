@@ -30,7 +30,7 @@ from stages.egohumans import detect, fetch, sample, score, track
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL = {"sequences": 2, "frames": 150, "fps": 30, "width": 320, "height": 180, "people": 4, "seed": 3}
-RUNS = ["botsort-file", "botsort-gt", "botsort-official", "bytetrack-file", "bytetrack-gt", "bytetrack-official"]
+RUNS = sorted(f"{t}-{m}" for t in ("botsort", "bytetrack", "egomotion") for m in ("file", "gt", "official"))
 MODES = ["gt", "official", "file"]
 ANNOTATION = "benchmark/sample/all/coco_track/tracking_ego_rgb.json"
 OFFICIAL_PKL = "benchmark/sample/all/coco_track/detections_ego_rgb.pkl"
@@ -70,7 +70,7 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         assert fetch.main([]) == 0
         for mode in MODES:
             assert detect.main(["--mode", mode]) == 0
-            for tracker in ("bytetrack", "botsort"):
+            for tracker in _params()["egohumans"]["track"]["trackers"]:
                 assert track.main(["--tracker", tracker, "--mode", mode]) == 0
         assert score.main([]) == 0
         yield root
@@ -153,6 +153,7 @@ def test_fetch_outputs(pipeline: Path) -> None:
         "extrinsics",
         "time_stamp",
         "calib_intrinsics",
+        "camera_model",
         "calib_extrinsics",
     ]
     assert len(images) == sum(s["images"] for s in summary["sequences"])
@@ -257,7 +258,7 @@ def test_tracks_and_scores(pipeline: Path) -> None:
         with_gt, with_file = metrics[f"{tracker}-gt"]["COMBINED"], metrics[f"{tracker}-file"]["COMBINED"]
         assert with_gt["IDF1"] > with_file["IDF1"]
         assert with_gt["MOTA"] > with_file["MOTA"]
-        assert with_gt["MOTA"] > 80 and with_gt["DetA"] > 70  # the trackers keep (almost) every ground-truth box
+        assert with_gt["MOTA"] > 60 and with_gt["DetA"] > 60  # most ground-truth boxes survive fast head turns
         assert with_file["MOTA"] > 30  # the simulated detector is decent, not perfect
     for run in RUNS:
         ids = [read_mot(p, kind="pred")["id"].nunique() for p in (pipeline / "data/egohumans/tracks" / run).glob("*")]
@@ -379,3 +380,17 @@ def test_trackeval_protocol_equals_trackeval(pipeline: Path, tmp_path: Path) -> 
             assert ours["MOTA"] == pytest.approx(100 * ref["CLEAR"]["MOTA"], abs=1e-9), (run, where)
             assert ours["HOTA"] == pytest.approx(100 * np.mean(ref["HOTA"]["HOTA"]), abs=1e-9), (run, where)
             assert ours["IDSW"] == ref["CLEAR"]["IDSW"], (run, where)
+
+
+def test_write_manifest_pins_what_the_annotation_references(pipeline: Path, tmp_path: Path) -> None:
+    source = _copy_sample(pipeline, tmp_path / "src")
+    names = fetching.write_root_manifest(source, _fetch_params(source), tmp_path / "m.sha256")
+    pinned = (tmp_path / "m.sha256").read_text().splitlines()
+    assert len(pinned) == len(set(names)) and all(len(line.split("  ")[0]) == 64 for line in pinned)
+    assert ANNOTATION in names and OFFICIAL_PKL in names and "detections/simulated.pkl" in names
+    assert sum("/calib/" in n for n in names) == sum("/images/rgb/" in n for n in names)  # one per annotated image
+    frame = source / next(n for n in sorted(names) if "/images/rgb/" in n)
+    frame.unlink()
+    with pytest.raises(InputError, match="missing") as err:
+        fetching.write_root_manifest(source, _fetch_params(source), tmp_path / "m2.sha256")
+    assert str(frame) in str(err.value)

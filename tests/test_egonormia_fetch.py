@@ -18,6 +18,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
+from egoeval.egonormia.hub import pinned_revision
 from egoeval.egonormia.schema import (
     CATEGORIES,
     id_problem,
@@ -27,8 +28,9 @@ from egoeval.egonormia.schema import (
     validate_items,
     write_items,
 )
-from egoeval.io import InputError, load_params, read_manifest, write_manifest
-from stages.egonormia.fetch import fetch, pinned_revision, write_folder_manifest
+from egoeval.io import InputError, read_manifest, write_manifest
+from egoeval.settings import load_settings
+from stages.egonormia.fetch import fetch, write_folder_manifest
 from stages.egonormia.sample import render_sample
 
 REPO = Path(__file__).resolve().parents[1]
@@ -40,10 +42,14 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def local_params(folder: Path, split: str = "full", manifest: Path | None = None) -> dict[str, Any]:
+def local_params(
+    folder: Path, split: str = "full", manifest: Path | None = None, dataset: str = "egonormia"
+) -> dict[str, Any]:
     return {
+        "dataset": dataset,
         "source": "local",
         "path": str(folder),
+        "media_path": None,
         "manifest": str(manifest or folder / "manifest.sha256"),
         "hf_repo": "open-social-world/EgoNormia",
         "hf_revision": "0" * 40,
@@ -76,7 +82,7 @@ def pinned_json(folder: Path, clips: dict[str, Any], name: str = "items.json") -
 def ood_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("ood")
     shutil.copyfile(OOD_ROBOT, folder / "ood_robot.json")
-    write_folder_manifest(folder)
+    write_folder_manifest(folder, dataset="ood_robot")
     return folder
 
 
@@ -86,7 +92,9 @@ def sample_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("sample")
     shutil.copyfile(SAMPLE / "clips.json", folder / "clips.json")
     shutil.copyfile(SAMPLE / "manifest.sha256", folder / "manifest.sha256")
-    render_sample(folder / "clips.json", folder / "videos", load_params("egonormia.sample", REPO / "params.yaml"))
+    render_sample(
+        folder / "clips.json", folder / "videos", load_settings(REPO / "params.yaml").egonormia.sample.model_dump()
+    )
     return folder
 
 
@@ -95,7 +103,7 @@ def sample_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_ood_robot_through_fetch(ood_folder: Path, tmp_path: Path) -> None:
     raw = json.loads(OOD_ROBOT.read_text())
-    items = fetch(local_params(ood_folder), tmp_path / "out")
+    items = fetch(local_params(ood_folder, dataset="ood_robot"), tmp_path / "out")
     assert len(items) == 11
     assert items["id"].tolist() == sorted(raw)
     for row in items.to_dict("records"):
@@ -107,14 +115,14 @@ def test_ood_robot_through_fetch(ood_folder: Path, tmp_path: Path) -> None:
         assert row["taxonomy"] == [clip["taxonomy"][str(i)] for i in range(5)]
         assert row["description"] == clip["desc"]
         assert row["verified"] is False
-        assert row["video"] == ""
+        assert row["video"] == "" and row["strip"] == ""
     written = read_items(tmp_path / "out" / "items.parquet")
     pd.testing.assert_frame_equal(written, items)
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["items.parquet", "videos"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["items.parquet", "strips", "videos"]
 
 
 def test_official_layout_oddities_are_kept(ood_folder: Path) -> None:
-    items = read_folder(ood_folder).set_index("id")
+    items = read_folder(ood_folder, "ood_robot").set_index("id")
     # real data: correct action not among the sensible ones, and None correct with None sensible
     assert items.loc["clip-9", "correct_idx"] == 0 and items.loc["clip-9", "sensible_idx"] == [1, 3]
     assert items.loc["clip-6", "correct_idx"] == 4 and items.loc["clip-6", "sensible_idx"] == [4]
@@ -143,7 +151,7 @@ def test_sample_clips_contract() -> None:
 
 
 def test_sample_rerender_is_byte_identical(sample_copy: Path, tmp_path: Path) -> None:
-    params = load_params("egonormia.sample", REPO / "params.yaml")
+    params = load_settings(REPO / "params.yaml").egonormia.sample.model_dump()
     render_sample(sample_copy / "clips.json", tmp_path / "again", params)
     first = {p.name: sha256(p) for p in sorted((sample_copy / "videos").iterdir())}
     second = {p.name: sha256(p) for p in sorted((tmp_path / "again").iterdir())}
@@ -157,7 +165,7 @@ def test_sample_rerender_is_byte_identical(sample_copy: Path, tmp_path: Path) ->
 
 
 def test_sample_videos_decode(sample_copy: Path) -> None:
-    params = load_params("egonormia.sample", REPO / "params.yaml")
+    params = load_settings(REPO / "params.yaml").egonormia.sample.model_dump()
     for path in sorted((sample_copy / "videos").iterdir()):
         reader = decord.VideoReader(str(path))
         assert len(reader) == params["seconds"] * params["fps"]
@@ -197,15 +205,15 @@ def test_verified_split_file(tmp_path: Path) -> None:
     folder.mkdir()
     shutil.copyfile(OOD_ROBOT, folder / "ood_robot.json")
     (folder / "verified_split.json").write_text(json.dumps({"split": ["clip-5", "clip-1"]}))
-    write_folder_manifest(folder)
+    write_folder_manifest(folder, dataset="ood_robot")
     assert "verified_split.json" in read_manifest(folder / "manifest.sha256")
-    items = fetch(local_params(folder, split="verified"), tmp_path / "out")
+    items = fetch(local_params(folder, split="verified", dataset="ood_robot"), tmp_path / "out")
     assert items["id"].tolist() == ["clip-1", "clip-5"]
 
 
 def test_split_verified_with_no_verified_clip(ood_folder: Path, tmp_path: Path) -> None:
     with pytest.raises(InputError, match="verified"):
-        fetch(local_params(ood_folder, split="verified"), tmp_path / "out")
+        fetch(local_params(ood_folder, split="verified", dataset="ood_robot"), tmp_path / "out")
 
 
 # ------------------------------------------------------------------ malformed input
@@ -215,19 +223,12 @@ def _mutate(change: str) -> dict[str, Any]:
     clip = good_clip("clip-bad")
     if change == "four options":
         clip["behaviors"] = clip["behaviors"][:4]
-    elif change == "two empty slots":
-        clip["behaviors"][1] = ""
-        clip["justifications"][1] = ""
-    elif change == "justification slot":
-        clip["justifications"][2], clip["justifications"][3] = "Helping.", ""
     elif change == "correct out of range":
         clip["correct"] = 5
     elif change == "sensible out of range":
         clip["sensibles"] = [0, -1]
     elif change == "duplicate sensible":
         clip["sensibles"] = [0, 0]
-    elif change == "unknown category":
-        clip["taxonomy"]["1"] = ["Safety", "Etiquette"]
     elif change == "not a string":
         clip["behaviors"][0] = 3
     return {"clip-bad": clip}
@@ -237,12 +238,9 @@ def _mutate(change: str) -> dict[str, Any]:
     ("change", "words"),
     [
         ("four options", "4 options"),
-        ("two empty slots", "exactly one empty"),
-        ("justification slot", "justifications must be empty"),
         ("correct out of range", "correct_idx"),
         ("sensible out of range", "sensible_idx"),
         ("duplicate sensible", "duplicate indices"),
-        ("unknown category", "Etiquette"),
         ("not a string", "strings"),
     ],
 )
@@ -278,12 +276,30 @@ def test_id_differing_from_key(tmp_path: Path) -> None:
 def test_every_bad_row_is_listed(tmp_path: Path) -> None:
     clips = {"clip-ok": good_clip("clip-ok"), "clip-x": good_clip("clip-x"), "clip-y": good_clip("clip-y")}
     clips["clip-x"]["correct"] = 9
-    clips["clip-y"]["taxonomy"]["0"] = ["Manners"]
+    clips["clip-y"]["sensibles"] = [7]
     path = pinned_json(tmp_path / "src", clips)
     with pytest.raises(InputError) as caught:
         read_folder(path.parent)
     message = str(caught.value)
-    assert "row clip-x" in message and "row clip-y" in message and "Manners" in message
+    assert "row clip-x" in message and "row clip-y" in message and "[7]" in message
+
+
+def test_rows_read_as_the_official_code_reads_them_are_counted(tmp_path: Path, capsys) -> None:
+    clips = {f"clip-{k}": good_clip(f"clip-{k}") for k in range(4)}
+    clips["clip-0"]["taxonomy"]["1"] = ["Safety", "Etiquette"]  # an unexpected label
+    clips["clip-1"]["desc"] = ""  # an empty description (the real data's last item)
+    clips["clip-2"]["behaviors"][1], clips["clip-2"]["justifications"][1] = "", ""  # two empty options
+    clips["clip-3"]["justifications"][2], clips["clip-3"]["justifications"][3] = "Helping.", ""
+    folder = tmp_path / "src"
+    pinned_json(folder, clips)
+    items = fetch(local_params(folder), tmp_path / "out").set_index("id")
+    assert len(items) == 4
+    assert items.loc["clip-0", "taxonomy"][1] == ["Safety"] and items.loc["clip-1", "description"] == ""
+    log = capsys.readouterr().err
+    assert "1 rows: unknown taxonomy label 'Etiquette' dropped" in log
+    assert "1 rows: empty description" in log
+    assert "1 rows: behaviors with 2 empty options" in log
+    assert "1 rows: justifications empty elsewhere" in log
 
 
 def test_duplicate_ids_in_parquet(tmp_path: Path) -> None:
@@ -298,13 +314,13 @@ def test_duplicate_ids_in_parquet(tmp_path: Path) -> None:
     assert "duplicate id" in str(caught.value)
 
 
-def test_duplicate_ids_across_files(tmp_path: Path) -> None:
+def test_two_candidate_items_files_are_refused(tmp_path: Path) -> None:
     folder = tmp_path / "src"
     pinned_json(folder, {"clip-a": good_clip("clip-a")}, name="a.json")
-    second = pinned_json(folder, {"clip-a": good_clip("clip-a")}, name="b.json")
-    with pytest.raises(InputError, match=r"already in a\.json") as caught:
+    pinned_json(folder, {"clip-a": good_clip("clip-a")}, name="b.json")
+    with pytest.raises(InputError, match=r"a\.json', 'b\.json") as caught:
         fetch(local_params(folder), tmp_path / "out")
-    assert str(second) in str(caught.value) and "row clip-a" in str(caught.value)
+    assert str(folder) in str(caught.value)
 
 
 def test_bad_manifest_hash(tmp_path: Path) -> None:
@@ -319,9 +335,9 @@ def test_bad_manifest_hash(tmp_path: Path) -> None:
 def test_file_missing_from_manifest(tmp_path: Path) -> None:
     folder = tmp_path / "src"
     pinned_json(folder, {"clip-a": good_clip("clip-a")})
-    pinned_json(tmp_path / "other", {"clip-b": good_clip("clip-b")}, name="extra.json")
-    shutil.copyfile(tmp_path / "other" / "extra.json", folder / "extra.json")
-    with pytest.raises(InputError, match=r"extra\.json is not pinned"):
+    (folder / "video" / "clip-a").mkdir(parents=True)
+    (folder / "video" / "clip-a" / "video_prev.mp4").write_bytes(b"added after pinning")
+    with pytest.raises(InputError, match=r"video/clip-a/video_prev\.mp4 is not pinned"):
         fetch(local_params(folder), tmp_path / "out")
 
 
@@ -351,7 +367,7 @@ def test_video_changed_after_pinning(tmp_path: Path) -> None:
 
 def hf_frame(items: pd.DataFrame, taxonomy: str) -> pd.DataFrame:
     """Items in the HF parquet layout, with the taxonomy column in one of its accepted shapes."""
-    frame = items.drop(columns=["video", "verified"])
+    frame = items.drop(columns=["video", "strip", "verified"])
     if taxonomy == "lists":
         return frame
     if taxonomy == "json":
@@ -363,7 +379,7 @@ def hf_frame(items: pd.DataFrame, taxonomy: str) -> pd.DataFrame:
 
 @pytest.mark.parametrize("taxonomy", ["lists", "json", "struct", "absent"])
 def test_parquet_layout_round_trip(ood_folder: Path, tmp_path: Path, taxonomy: str) -> None:
-    expected = read_folder(ood_folder)
+    expected = read_folder(ood_folder, "ood_robot")
     folder = tmp_path / "hf"
     folder.mkdir()
     hf_frame(expected, taxonomy).to_parquet(folder / "train-norm-updated.parquet", index=False)
@@ -375,22 +391,21 @@ def test_parquet_layout_round_trip(ood_folder: Path, tmp_path: Path, taxonomy: s
 
 
 def test_items_file_round_trip(ood_folder: Path, tmp_path: Path) -> None:
-    items = read_folder(ood_folder)
+    items = read_folder(ood_folder, "ood_robot")
     write_items(items, tmp_path / "items.parquet")
     pd.testing.assert_frame_equal(read_items(tmp_path / "items.parquet"), items)
     write_items(items.iloc[::-1], tmp_path / "again.parquet")
     assert sha256(tmp_path / "items.parquet") == sha256(tmp_path / "again.parquet")
 
 
-def test_hf_video_folders(tmp_path: Path) -> None:
+def test_only_video_prev_is_the_context_video(tmp_path: Path) -> None:
     folder = tmp_path / "src"
-    ids = ["clip-a", "clip-b", "clip-c", "clip-d", "clip-e"]
+    ids = ["clip-a", "clip-b", "clip-c", "clip-d"]
     pinned_json(folder, {i: good_clip(i) for i in ids})
     layout = {
-        "clip-a": ["video_prev.mp4", "video.mp4", "frame_all_prev.jpg"],
-        "clip-b": ["prev_part.mp4", "during.mp4"],
-        "clip-c": ["only.mp4"],
-        "clip-d": ["one.mp4", "two.mp4"],  # ambiguous: no context video
+        "clip-a": ["video_prev.mp4", "video_during.mp4", "frame_all_prev.jpg", "frame_all_during.jpg"],
+        "clip-b": ["video_during.mp4", "frame_all_during.jpg"],  # the answer's clip: never the context
+        "clip-c": ["only.mp4", "prev_part.mp4"],
     }
     for clip_id, names in layout.items():
         (folder / "video" / clip_id).mkdir(parents=True)
@@ -398,11 +413,13 @@ def test_hf_video_folders(tmp_path: Path) -> None:
             (folder / "video" / clip_id / name).write_bytes(f"{clip_id}/{name}".encode())
     write_folder_manifest(folder)
     items = fetch(local_params(folder), tmp_path / "out").set_index("id")
-    chosen = {"clip-a": "video_prev.mp4", "clip-b": "prev_part.mp4", "clip-c": "only.mp4"}
-    for clip_id, name in chosen.items():
-        assert items.loc[clip_id, "video"] == f"videos/{clip_id}.mp4"
-        assert (tmp_path / "out" / "videos" / f"{clip_id}.mp4").read_bytes() == f"{clip_id}/{name}".encode()
-    assert items.loc["clip-d", "video"] == "" and items.loc["clip-e", "video"] == ""
+    assert items.loc["clip-a", "video"] == "videos/clip-a.mp4"
+    assert (tmp_path / "out" / "videos" / "clip-a.mp4").read_bytes() == b"clip-a/video_prev.mp4"
+    assert items.loc["clip-a", "strip"] == "strips/clip-a.jpg"
+    assert (tmp_path / "out" / "strips" / "clip-a.jpg").read_bytes() == b"clip-a/frame_all_prev.jpg"
+    for clip_id in ("clip-b", "clip-c", "clip-d"):
+        assert items.loc[clip_id, "video"] == "" and items.loc[clip_id, "strip"] == ""
+    assert sorted(p.name for p in (tmp_path / "out" / "videos").iterdir()) == ["clip-a.mp4"]
 
 
 @pytest.mark.parametrize("revision", ["main", "v1.0", "refs/pr/2", "0" * 40, "1a6be84", "g" * 40, None])
@@ -430,10 +447,11 @@ def test_cli_fetch_and_write_manifest(tmp_path: Path) -> None:
     folder = tmp_path / "mydata"
     folder.mkdir()
     shutil.copyfile(OOD_ROBOT, folder / "ood_robot.json")
-    pinned = _run_cli(tmp_path, {}, "--write-manifest", "mydata", "--manifest", "pins.sha256")
+    args = ("--write-manifest", "mydata", "--manifest", "pins.sha256", "--dataset", "ood_robot")
+    pinned = _run_cli(tmp_path, {}, *args)
     assert pinned.returncode == 0, pinned.stderr
     assert list(read_manifest(tmp_path / "pins.sha256")) == ["ood_robot.json"]
-    params = {**local_params(Path("mydata"), manifest=Path("pins.sha256"))}
+    params = {**local_params(Path("mydata"), manifest=Path("pins.sha256"), dataset="ood_robot")}
     done = _run_cli(tmp_path, params)
     assert done.returncode == 0, done.stderr
     assert len(read_items(tmp_path / "data" / "egonormia" / "fetched" / "items.parquet")) == 11

@@ -255,6 +255,7 @@ def example_responses() -> pd.DataFrame:
     columns = ["id", "setting", "model", "subtask", "permutation", "response", "error"]
     frame = pd.DataFrame(rows, columns=columns)
     frame["backend"] = "test"
+    frame["protocol"] = "egoeval"  # egoeval answer lines and shuffles; the official protocol: test_official.py
     frame["request_key"] = [f"key{k}" for k in range(len(frame))]
     return frame.iloc[::-1].reset_index(drop=True)  # order must not matter
 

@@ -13,7 +13,7 @@ from egoeval.io import InputError
 from egoeval.video import decode_all_frames, read_sampled_frames, sample_indices
 from stages.egonormia.frames import extract_frames
 
-PARAMS = {"fps": 1, "height": 48, "max_width": 4096, "jpeg_quality": 90}
+PARAMS = {"source": "video", "fps": 1, "frame_height": 48, "max_width": 4096, "jpeg_quality": 90, "workers": 1}
 
 
 def test_sample_indices_at_one_fps_of_thirty() -> None:
@@ -85,3 +85,38 @@ def test_strip_is_scaled_to_the_maximum_width(tmp_path: Path, video_factory) -> 
     out.mkdir()
     extract_frames(pd.DataFrame({"id": ["a"], "video": ["videos/a.mp4"]}), fetched, out, {**PARAMS, "max_width": 200})
     assert cv2.imread(str(out / "a.jpg")).shape[1] == 200
+
+
+def test_default_strip_keeps_each_frame_legible() -> None:
+    """A 24 s 1080p clip at 1 fps: each frame keeps a legible height under the largest accepted image side."""
+    from egoeval.settings import load_settings
+    from egoeval.settings.egonormia import MAX_IMAGE_SIDE
+    from egoeval.video import frame_strip
+
+    frames_params = load_settings(Path(__file__).resolve().parents[1] / "params.yaml").egonormia.frames
+    frames = np.zeros((24, 1080, 1920, 3), np.uint8)
+    strip = frame_strip(frames, frames_params.frame_height, frames_params.max_width)
+    assert strip.shape[1] <= MAX_IMAGE_SIDE == 8000
+    assert strip.shape[0] >= 180  # the old default (160 px squeezed into 2,048 px) gave 48 px
+    short = frame_strip(frames[:5], frames_params.frame_height, frames_params.max_width)
+    assert short.shape[:2] == (frames_params.frame_height, 5 * 640)  # no squeeze when it fits
+
+
+def test_long_gop_h264_with_b_frames_samples_the_same_pixels_as_a_full_decode(tmp_path: Path) -> None:
+    """One keyframe for the whole clip and B-frames: the sampler skips non-reference frames it is not asked for."""
+    import av
+
+    from egoeval.video import write_h264
+
+    k = np.arange(180)[:, None, None, None]
+    x = np.arange(160)[None, None, :, None]
+    frames = np.broadcast_to(((x * 3 + k * 7) % 256).astype(np.uint8), (180, 96, 160, 3)).copy()
+    frames[:, :, :, 1] = (k[:, :, :, 0] * 5) % 256  # every frame differs from its neighbours
+    path = write_h264(tmp_path / "long_gop.mp4", frames, fps=30, gop=1000, bframes=3)
+    with av.open(str(path)) as container:
+        keyframes = sum(packet.is_keyframe for packet in container.demux(container.streams.video[0]) if packet.size)
+        assert keyframes == 1
+    sampled = read_sampled_frames(path, fps=1.0)
+    everything = decode_all_frames(path)
+    assert sampled.indices == [0, 30, 60, 90, 120, 150] and len(everything) == 180
+    np.testing.assert_array_equal(sampled.frames, everything[sampled.indices])

@@ -129,13 +129,15 @@ def test_the_leaderboard_ranks_by_both_with_intervals_and_shows_published_figure
     metrics = {"video": {"weak": entry(30.0, 10.0), "strong": entry(20.0, 15.0), "protocol": "official"}}
     figures = {"action": 45.5, "justification": 18.2, "both": 9.1, "sensible_iou": 25.0, "n": 11}
     published = {"datasets": {"ood_robot": {"source": "a results file", "figures": {"video": {"gpt-4o": figures}}}}}
-    page = leaderboard(metrics, published)
+    page = leaderboard(metrics, published, "ood_robot")
     rows = re.findall(r"<tr>(.*?)</tr>", page.split("<tbody>")[1])
     assert rows[0].startswith("<td>1</td><td>strong</td>")  # ranked by both: 15 before 10
     assert "[10.0, 20.0]" in rows[0] and "weak" in rows[1]
     assert "gpt-4o" in rows[2] and "published · ood_robot" in rows[2] and "<i>45.5</i>" in rows[2]
-    assert "protocol" not in page and "a results file" in page
-    assert "No published figures" in leaderboard(metrics, {"datasets": {}})
+    assert "protocol" not in page and "ood_robot: a results file" in page
+    published["datasets"]["egonormia"] = {"source": "not bundled: add them", "figures": {}}
+    missing = leaderboard(metrics, published, "egonormia")
+    assert "No published figures of dataset egonormia are bundled (figures for: ood_robot). not bundled" in missing
 
 
 def report(root: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -88,6 +88,7 @@ def model_spec(server: OpenAIServer, **extra: Any) -> dict[str, Any]:
         "max_retries": 3,
         "retry_base_s": 0.01,
         "retry_max_s": 0.05,
+        "published_as": None,
         **extra,
     }
 
@@ -98,6 +99,7 @@ def infer_params(tmp_path: Path, **extra: Any) -> dict[str, Any]:
         "seed": 0,
         "max_failure_rate": 0.1,
         "cache_dir": str(tmp_path / "cache"),
+        "protocol": "egoeval",  # these tests exercise egoeval's shuffles and answer lines; official: test_official.py
         **extra,
     }
 
@@ -268,13 +270,14 @@ def test_stage_writes_nothing_when_too_much_failed_and_a_rerun_completes(tmp_pat
         write_stage_inputs(tmp_path, items, model_spec(server, max_retries=1))
         assert describe_stage.main([]) == 0
         assert infer_stage.main([]) == 75 and not out.exists()
-        assert len(server.requests) == 3 * 3 * 2 * 2  # actions and sensibles, each tried twice
+        # params.yaml's protocol is official: each action call tried twice, no sensible call after it failed
+        assert len(server.requests) == 3 * 3 * 2
         write_stage_inputs_params(tmp_path, model_spec(server, max_retries=3))
         assert infer_stage.main([]) == 0
     responses = pd.read_parquet(out)
     assert len(responses) == 27 and (responses["error"] == "").all()
-    first = responses.iloc[0]
-    assert list(first["permutation"]) == permutation(0, first["id"], first["subtask"])
+    assert (responses["protocol"] == "official").all()
+    assert all(list(p) == [0, 1, 2, 3, 4] for p in responses["permutation"])  # the official code: stored order
     for file in [*tmp_path.rglob("*")]:
         if file.is_file():
             assert SECRET.encode() not in file.read_bytes(), file

@@ -94,6 +94,8 @@ def configure(root: Path, server: OpenAIServer, **model: Any) -> None:
     params["egonormia"]["model"].update(settings | model)
     params["egonormia"]["baselines"] = []
     params["egonormia"]["describe"]["source"] = "model"
+    # the call counts below follow egoeval's conversations; the official protocol's calls: tests/test_official.py
+    params["egonormia"]["protocol"] = "egoeval"
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
 
 

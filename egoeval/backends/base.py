@@ -77,11 +77,25 @@ def answer_line(choice: int | list[int]) -> str:
     return f"Answer: {choice}"
 
 
+PROTOCOLS = ("official", "egoeval")
+
+
 @dataclass(frozen=True)
 class ChatRequest:
+    """A chat call; ``protocol`` says whose request shapes it follows and is part of the cache key.
+
+    Under ``official`` every message's content is sent as a list of parts (the official code's OpenAI shape,
+    even for text alone); under ``egoeval`` a text-only message is sent as a plain string.
+    """
+
     messages: tuple[Message, ...]
     decoding: Decoding = Decoding()
     question: Question | None = None
+    protocol: str = "egoeval"
+
+    def __post_init__(self) -> None:
+        if self.protocol not in PROTOCOLS:
+            raise ValueError(f"unknown protocol {self.protocol!r}; known: {', '.join(PROTOCOLS)}")
 
 
 class BackendError(Exception):
@@ -138,9 +152,10 @@ def _canonical_part(part: Part) -> dict[str, str]:
 
 
 def request_key(backend: str, model: str, request: ChatRequest) -> str:
-    """sha256 of canonical JSON: backend, model, every message (images by their sha256) and the decoding."""
+    """sha256 of canonical JSON: backend, model, protocol, every message (images by sha256) and the decoding."""
     payload = {
         "backend": backend,
+        "protocol": request.protocol,
         "model": model,
         "messages": [{"role": m.role, "content": [_canonical_part(p) for p in m.content]} for m in request.messages],
         "decoding": {

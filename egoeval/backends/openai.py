@@ -54,9 +54,10 @@ def parse_retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _message_json(message: Message) -> dict[str, Any]:
+def _message_json(message: Message, protocol: str = "egoeval") -> dict[str, Any]:
+    """One message as the API wants it; ``official``: content always a list of parts, images first as given."""
     parts = message.content
-    if len(parts) == 1 and not isinstance(parts[0], ImagePart):
+    if protocol == "egoeval" and len(parts) == 1 and not isinstance(parts[0], ImagePart):
         return {"role": message.role, "content": parts[0].text}
     content: list[dict[str, Any]] = []
     for part in parts:
@@ -66,6 +67,19 @@ def _message_json(message: Message) -> dict[str, Any]:
         else:
             content.append({"type": "text", "text": part.text})
     return {"role": message.role, "content": content}
+
+
+def request_body(model: str, request: ChatRequest) -> dict[str, Any]:
+    """The JSON body of a chat completions call (the official protocol's shape under ``official``)."""
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": [_message_json(m, request.protocol) for m in request.messages],
+        "max_tokens": request.decoding.max_tokens,
+        "temperature": request.decoding.temperature,
+    }
+    if request.decoding.seed is not None:
+        body["seed"] = request.decoding.seed
+    return body
 
 
 class OpenAIBackend(Backend):
@@ -111,14 +125,7 @@ class OpenAIBackend(Backend):
         return headers, key
 
     def complete(self, request: ChatRequest) -> str:
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": [_message_json(m) for m in request.messages],
-            "temperature": request.decoding.temperature,
-            "max_tokens": request.decoding.max_tokens,
-        }
-        if request.decoding.seed is not None:
-            body["seed"] = request.decoding.seed
+        body = request_body(self.model, request)
         headers, key = self._headers()
         try:
             response = self._post(body, headers)

@@ -13,7 +13,8 @@ the sha256 manifest first (in parallel). Written to ``data/egohumans/fetched`` (
 - ``gt/<seq>.txt`` ground truth, MOTChallenge text (ignore/crowd boxes with conf 0),
 - ``detections_official.parquet``, ``detections_file.parquet`` (sequence, frame, x, y, w, h, score; empty when none),
 - ``images.parquet`` sequence, frame, path (the frame at its source location; frames are not copied), width,
-  height, extrinsics (4 x 4 world-to-camera, row-major), time_stamp, calib_intrinsics (15), calib_extrinsics (12),
+  height, extrinsics (4 x 4 world-to-camera, row-major), time_stamp, calib_intrinsics (15), camera_model (params
+  ``camera_model``: how those intrinsics map rays to pixels), calib_extrinsics (12),
 - ``sequences.json`` names, lengths, fps, sizes, the modality, which detections were found, dropped duplicates.
 
 ``python -m stages.egohumans.fetch --write-manifest ROOT`` pins the files the annotation references (frames,
@@ -147,6 +148,7 @@ def fetch(params: dict[str, Any], out_dir: str | Path) -> dict[str, object]:
             "extrinsics": images["extrinsics"],
             "time_stamp": images["time_stamp"],
             "calib_intrinsics": intrinsics,
+            "camera_model": params["camera_model"],
             "calib_extrinsics": extrinsics,
         }
     )

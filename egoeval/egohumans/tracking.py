@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from egoeval.egohumans.egomotion import CameraPose, make_egomotion_tracker
 from egoeval.egohumans.formats import read_detections_parquet
 from egoeval.io import PARAMS_FILE, InputError, replaced_dir
 from egoeval.mot import write_mot
@@ -52,12 +53,36 @@ def uses_frames(settings: dict[str, Any]) -> bool:
     return str(settings.get("gmc_method", "none")).lower() not in ("none", "")
 
 
+def uses_cameras(settings: dict[str, Any]) -> bool:
+    """Whether the tracker needs each frame's camera pose (the ego-motion tracker)."""
+    return settings.get("tracker_type") == "egomotion"
+
+
+def camera_poses(images: pd.DataFrame, path: Path) -> dict[str, dict[int, CameraPose]]:
+    """Per sequence, frame -> camera pose from fetch's images table (extrinsics, Aria calibration intrinsics)."""
+    missing = [c for c in ("extrinsics", "calib_intrinsics", "camera_model") if c not in images.columns]
+    if missing:
+        raise InputError(path, f"the egomotion tracker needs the columns {missing} (fetch the calibration too)")
+    poses: dict[str, dict[int, CameraPose]] = {}
+    for row in images.itertuples(index=False):
+        if row.calib_intrinsics is None or row.extrinsics is None:
+            continue  # no calibration for this frame: the tracker carries its boxes over the gap
+        try:
+            pose = CameraPose.from_calibration(row.calib_intrinsics, row.extrinsics, row.camera_model)
+        except ValueError as error:
+            raise InputError(path, f"camera of frame {row.frame}: {error}", row=row.sequence) from None
+        poses.setdefault(str(row.sequence), {})[int(row.frame)] = pose
+    return poses
+
+
 def make_tracker(name: str, settings: dict[str, Any]) -> Any:
     """A new tracker of ``settings["tracker_type"]`` from the pinned ultralytics' ``TRACKER_MAP``."""
     from ultralytics.trackers.track import TRACKER_MAP
     from ultralytics.utils import IterableSimpleNamespace
 
     kind = settings.get("tracker_type")
+    if kind == "egomotion":
+        return make_egomotion_tracker(IterableSimpleNamespace(**settings))
     if kind not in TRACKER_MAP:
         raise InputError(
             PARAMS_FILE, f"egohumans.track.config.{name}.tracker_type must be one of {sorted(TRACKER_MAP)}"
@@ -73,12 +98,16 @@ def track_sequence(
     detections: pd.DataFrame,
     length: int,
     frames: dict[int, str] | None = None,
+    cameras: dict[int, CameraPose] | None = None,
 ) -> pd.DataFrame:
     """Track one sequence of ``length`` frames; ``detections`` holds its rows (frame, x, y, w, h, score).
 
-    ``frames`` (frame -> image path) is needed when the tracker compensates camera motion.
+    ``frames`` (frame -> image path) is needed when the tracker compensates camera motion from the images;
+    ``cameras`` (frame -> camera pose) when it follows the known head rotation (``egomotion``).
     """
     tracker = make_tracker(name, settings)
+    if uses_cameras(settings) and not cameras:
+        raise InputError(PARAMS_FILE, f"egohumans.track.config.{name}: the egomotion tracker needs camera poses")
     need_images = uses_frames(settings)
     if need_images and frames is None:
         raise InputError(PARAMS_FILE, f"egohumans.track.config.{name}.gmc_method needs the frames: none were fetched")
@@ -97,6 +126,8 @@ def track_sequence(
             image = None if path is None else cv2.imread(path, cv2.IMREAD_COLOR)
             if image is None:
                 raise InputError(path or f"frame {frame}", "cannot read this frame image (needed by gmc_method)")
+        if cameras is not None and hasattr(tracker, "camera"):
+            tracker.camera = cameras.get(frame)
         out = tracker.update(Boxes(xywh[lo:hi], conf[lo:hi], np.zeros(hi - lo, dtype=np.float32)), image)
         if len(out):
             out = np.asarray(out, dtype=np.float64)
@@ -126,6 +157,15 @@ def track(
     unknown = sorted(set(detections["sequence"]) - {s["name"] for s in sequences})
     if unknown:
         raise InputError(detections_path, f"detections for sequences not in {sequences_path}: {unknown}")
+    cameras: dict[str, dict[int, CameraPose]] = {}
+    if uses_cameras(settings):
+        columns = ["sequence", "frame", "extrinsics", "calib_intrinsics", "camera_model"]
+        images_path = fetched / "images.parquet"
+        try:
+            images = pd.read_parquet(images_path, columns=columns)
+        except (OSError, ValueError, KeyError) as error:
+            raise InputError(images_path, f"camera poses unreadable (fetch the calibration too): {error}") from None
+        cameras = camera_poses(images, images_path)
     frames: dict[str, dict[int, str]] = {}
     if uses_frames(settings):
         images = pd.read_parquet(fetched / "images.parquet", columns=["sequence", "frame", "path"])
@@ -142,7 +182,9 @@ def track(
                     f"frame beyond the sequence's {seq['length']} frames",
                     row=f"{seq['name']} frame {rows['frame'].max()}",
                 )
-            table = track_sequence(name, settings, rows, int(seq["length"]), frames.get(seq["name"], {}))
+            table = track_sequence(
+                name, settings, rows, int(seq["length"]), frames.get(seq["name"], {}), cameras.get(seq["name"])
+            )
             write_mot(work / f"{seq['name']}.txt", table)
             total += len(table)
     return total

@@ -68,6 +68,7 @@ _SEP = re.compile(
     r"|\b(?:options?|choices?|behaviou?rs?|actions?|justifications?|numbers?)\b)+",
     re.I,
 )
+_OPENS_COMMENT = re.compile(r"[(\[{<]")
 _NUM = re.compile(r"[0-9]+(?![0-9A-Za-z])")
 _LETTER = re.compile(r"[A-E](?=\s*(?:$|[^\sA-Za-z0-9]|(?:and|or|is|are)\b|[A-E](?![A-Za-z0-9])))")
 _LONE_LETTER = re.compile(r"[\s\[(]*([A-Ea-e])[\s\])]*[.!]?")
@@ -259,11 +260,24 @@ def _read(payload: str, ctx: _Options, multi: bool) -> list[int]:
 
 
 def _scan(text: str) -> tuple[list[str], int]:
-    """Choice tokens (numbers or A-E) at the start of ``text``, with separators between; and where they stop."""
+    """Choice tokens (numbers or A-E) at the start of ``text``, with separators between; and where they stop.
+
+    A list that opens with ``[`` ends at its ``]``, and once a choice is read an opening bracket starts
+    commentary: ``[2, 4] (options 1 and 3 are rude)`` and ``2 (not 4)`` read only 2, 4 and 2.
+    """
+    opening = re.match(r"\s*\[", text)
+    if opening:
+        close = text.find("]", opening.end())
+        if close >= 0:
+            tokens, stop = _scan(text[opening.end() : close])
+            if tokens and _REST_IS_FILLER.fullmatch(text[opening.end() : close], stop):
+                return tokens, close + 1
     tokens: list[str] = []
     pos = 0
     while True:
         sep = _SEP.match(text, pos)
+        if tokens and sep and _OPENS_COMMENT.search(sep.group()):
+            return tokens, pos
         start = sep.end() if sep else pos
         token = _NUM.match(text, start) or _LETTER.match(text, start)
         if not token:

@@ -25,12 +25,25 @@ EVAL_JSON = Path("data/egonormia/predictions_eval.json")
 METRICS_FILE = Path("metrics/egonormia.json")
 CATEGORIES_FILE = Path("plots/egonormia/categories.csv")
 
-RESPONSE_COLUMNS = ("id", "setting", "model", "backend", "subtask", "permutation", "response", "error", "request_key")
+RESPONSE_COLUMNS = (
+    "id",
+    "setting",
+    "model",
+    "backend",
+    "protocol",
+    "subtask",
+    "permutation",
+    "response",
+    "error",
+    "request_key",
+)
+NOT_SENT = "not sent: "  # prefix of a response error: the protocol did not ask (an earlier answer decided it)
 PREDICTION_SCHEMA = pa.schema(
     [
         ("id", pa.string()),
         ("setting", pa.string()),
         ("model", pa.string()),
+        ("protocol", pa.string()),
         ("action", pa.int64()),
         ("justification", pa.int64()),
         ("sensible", pa.list_(pa.int64())),

@@ -1,9 +1,17 @@
 """EgoNormia inference: every model (the one under evaluation and the baselines) asked every question.
 
-For each clip x setting x model: the action question then, in the same conversation, the justification
-question; and the sensible question in a conversation of its own. Conversations run concurrently (a thread
-pool per model, paced by its adaptive limiter); every call goes through the durable response cache. Used by the
-egonormia_infer stage and by its sharded form (flows/shard.py).
+``protocol`` (``infer_params["protocol"]``, from ``egonormia.protocol``) decides the requests:
+
+- ``egoeval``: for each clip x setting x model, the action question then, in the same conversation, the
+  justification question; and the sensible question in a conversation of its own (two units of work);
+  options in a seeded permutation recorded with the answer;
+- ``official``: ``egoeval.egonormia.official``, one unit per clip x setting x model: the action call; the
+  justification call only after a valid action answer; the sensible call unless an earlier call failed.
+  A call the protocol does not make is recorded with an error starting ``not sent: ``.
+
+Units run concurrently (a thread pool per model, paced by its adaptive limiter); every call goes through the
+durable response cache, whose key includes the protocol. Used by the egonormia_infer stage and by its sharded
+form (flows/shard.py).
 """
 
 from __future__ import annotations
@@ -21,10 +29,12 @@ from tqdm import tqdm
 from egoeval.backends import Decoding
 from egoeval.backends.client import Completion, ModelClient
 from egoeval.cache import ResponseCache, cache_file, cache_only
+from egoeval.egonormia import official
 from egoeval.egonormia.artifacts import (
     DESCRIPTIONS,
     FRAMES,
     ITEMS,
+    NOT_SENT,
     RESPONSE_COLUMNS,
     FrameStore,
     Unavailable,
@@ -40,7 +50,8 @@ from egoeval.egonormia.prompts import (
     permutation,
     sensible_request,
 )
-from egoeval.io import PARAMS_FILE, InputError, load_params
+from egoeval.io import PARAMS_FILE, InputError
+from egoeval.settings import load_settings
 from egoeval.stage import TransientFailure
 
 
@@ -52,7 +63,7 @@ class Conversation:
     behaviors: tuple[str, ...]
     justifications: tuple[str, ...]
     setting: str
-    chain: str  # "action" (then justification) | "sensible"
+    chain: str  # "action" (then justification) | "sensible" | "official" (all three, the official way)
 
 
 class Runner:
@@ -65,12 +76,14 @@ class Runner:
         frames: FrameStore,
         descriptions: dict[str, tuple[str, str]],
         seed: int,
+        protocol: str = "official",
     ) -> None:
         self.spec = spec
         self.client = client
         self.frames = frames
         self.descriptions = descriptions
         self.seed = seed
+        self.protocol = protocol
         self.decoding = Decoding.from_spec(spec)
 
     def _row(self, clip_id: str, setting: str, subtask: str, perm: list[int], done: Completion) -> dict[str, Any]:
@@ -79,6 +92,7 @@ class Runner:
             "setting": setting,
             "model": str(self.spec["name"]),
             "backend": str(self.spec["backend"]),
+            "protocol": self.protocol,
             "subtask": subtask,
             "permutation": perm,
             "response": done.response,
@@ -96,7 +110,44 @@ class Runner:
             return Scene(setting, frames_jpeg=self.frames.jpeg(clip_id))
         return Scene(setting)
 
+    def run_official(self, work: Conversation) -> list[dict[str, Any]]:
+        """The official protocol's calls for one clip and setting (see the module docstring)."""
+        subtasks = ["action", "justification", "sensible"]
+        try:
+            scene = self._scene(work.clip_id, work.setting)
+        except Unavailable as error:
+            failed = Completion(None, str(error), "")
+            return [self._row(work.clip_id, work.setting, s, official.IDENTITY, failed) for s in subtasks]
+        context = {"description": scene.description, "frames_jpeg": scene.frames_jpeg}
+        done: dict[str, Completion] = {}
+        done["action"] = self.client.complete(official.action_request(work.setting, work.behaviors, **context))
+        choice = official.extract_single(done["action"].response)
+        action_failed = done["action"].response is None and not official.no_content(done["action"].error)
+        if action_failed:
+            done["justification"] = Completion(None, NOT_SENT + "the action call failed", "")
+        elif choice is None:
+            done["justification"] = Completion(None, NOT_SENT + "the action answer is invalid", "")
+        else:
+            request = official.justification_request(
+                work.setting, work.behaviors[choice], work.justifications, **context
+            )
+            done["justification"] = self.client.complete(request)
+        second = done["justification"]
+        api_error = action_failed or (
+            choice is not None and second.response is None and not official.no_content(second.error)
+        )
+        if api_error:  # the official code then records [-2, -2] and never sends the sensible call
+            done["sensible"] = Completion(None, NOT_SENT + "an earlier call failed", "")
+        else:
+            name = str(self.spec["name"])
+            done["sensible"] = self.client.complete(
+                official.sensible_request(work.setting, work.behaviors, model=name, **context)
+            )
+        return [self._row(work.clip_id, work.setting, s, official.IDENTITY, done[s]) for s in subtasks]
+
     def run(self, work: Conversation) -> list[dict[str, Any]]:
+        if work.chain == "official":
+            return self.run_official(work)
         subtasks = ["action", "justification"] if work.chain == "action" else ["sensible"]
         perms = {s: permutation(self.seed, work.clip_id, s) for s in subtasks}
         try:
@@ -139,6 +190,8 @@ def run_inference(
     frames = FrameStore(frames_index, frames_dir)
     texts = {row.id: (row.description or "", row.error) for row in descriptions.itertuples(index=False)}
     seed = int(infer_params["seed"])
+    protocol = str(infer_params.get("protocol", "official"))
+    chains = ("official",) if protocol == "official" else ("action", "sensible")
 
     rows: list[dict[str, Any]] = []
     with ExitStack() as stack:
@@ -149,7 +202,7 @@ def run_inference(
         for spec in model_specs:
             client = ModelClient.from_spec(spec, cache, cache_only=cache_only())
             stack.callback(client.close)
-            runner = Runner(spec, client, frames, texts, seed)
+            runner = Runner(spec, client, frames, texts, seed, protocol)
             runners.append(runner)
             usable = [s for s in settings if s != "video" or client.backend.supports_images]
             for skipped in sorted(set(settings) - set(usable)):
@@ -162,7 +215,7 @@ def run_inference(
             workers = 2 * client.backend.concurrency
             pool = stack.enter_context(ThreadPoolExecutor(workers, f"infer-{spec['name']}"))
             stack.callback(pool.shutdown, cancel_futures=True)
-            for chain in ("action", "sensible"):  # two-call conversations first: a shorter tail at the end
+            for chain in chains:  # egoeval: two-call conversations first, a shorter tail at the end
                 for item in items.itertuples(index=False):
                     for setting in usable:
                         work = Conversation(item.id, tuple(item.behaviors), tuple(item.justifications), setting, chain)
@@ -183,8 +236,11 @@ def run_inference(
 
 
 def check_failures(responses: pd.DataFrame, max_failure_rate: float) -> None:
-    """Raise TransientFailure naming the failed answers when their share exceeds ``max_failure_rate``."""
-    failed = responses[responses["error"] != ""]
+    """Raise TransientFailure naming the failed answers when their share exceeds ``max_failure_rate``.
+
+    Calls the protocol did not make (``not sent: ``) are not failures of their own.
+    """
+    failed = responses[(responses["error"] != "") & ~responses["error"].str.startswith(NOT_SENT)]
     rate = len(failed) / len(responses) if len(responses) else 0.0
     if rate > max_failure_rate:
         named = [f"{r.id}/{r.setting}/{r.model}/{r.subtask}: {r.error}" for r in failed.head(20).itertuples()]
@@ -197,12 +253,13 @@ def check_failures(responses: pd.DataFrame, max_failure_rate: float) -> None:
 
 def inference_inputs(root: Path = Path(".")) -> tuple[Any, ...]:
     """``run_inference``'s arguments as the infer stage reads them under ``root``."""
-    params = load_params("egonormia", path=root / PARAMS_FILE)
+    params = load_settings(root / PARAMS_FILE).egonormia
+    infer = params.infer.model_dump()
     return (
         read_items(root / ITEMS),
         read_table(root / FRAMES / "index.parquet", ["id", "image", "error"]),
         root / FRAMES,
         read_table(root / DESCRIPTIONS, ["id", "description", "error"]),
-        [params["model"], *(params.get("baselines") or [])],
-        {**params["infer"], "cache_dir": str(root / params["infer"]["cache_dir"])},
+        [params.model.model_dump(), *(model.model_dump() for model in params.baselines)],
+        {**infer, "cache_dir": str(root / infer["cache_dir"]), "protocol": params.protocol},
     )

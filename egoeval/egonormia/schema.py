@@ -16,19 +16,33 @@ verified            bool                  member of EgoNormia-verified
 video               str                   context video relative to the items' folder, or ``""``
 ==================  ====================  ==========================================================
 
-Layouts read from a folder (``read_folder``), top level only:
+Layouts read from a folder (``read_folder``), exactly as distributed; ``dataset`` picks the items file:
 
-- ``*.json``: the official repository's layout, ``{clip_id: {id, behaviors, justifications, correct,
-  sensibles, taxonomy {"0": [...], ..., "4": [...]}, desc[, verified]}}``; unknown fields are ignored.
-  ``verified_split.json`` (``{"split": [ids]}``, as in the official repository) is not an items file: it
-  marks the listed clips verified.
-- ``*.parquet``: the Hugging Face dataset's layout, columns ``id, behaviors, justifications, correct_idx,
-  sensible_idx, description`` plus optional ``taxonomy`` (five lists, a ``{"0": [...]}`` mapping or struct,
-  or either as a JSON string; absent means no categories), ``verified`` and ``video``. Our own
-  ``items.parquet`` is in this layout, so it reads back with ``read_items``.
+- ``egonormia``: ``final_data.json`` (the official GitHub folder ``src/final_dataset`` and the Hugging Face
+  snapshot); without it, the one ``*.parquet`` (a Hugging Face snapshot of the parquet only) or the one other
+  JSON items file (the bundled sample's ``clips.json``). When ``final_data.json`` is there, the parquet
+  (``train-norm-updated.parquet``, a subset of the same clips) is not read as more items.
+- ``ood_robot``: ``ood_robot.json`` (11 robot clips, ids ``clip-N``); never mixed with EgoNormia.
 
-Context videos (``find_video``): ``videos/<id>.mp4``, else in ``video/<id>/`` (the Hugging Face repository's
-layout) the file ``video_prev.mp4``, else the one mp4 whose name contains "prev", else the only mp4.
+``*_eval.json`` (published results per model), ``verified_split.json`` and ``manifest.sha256`` are never
+items. JSON items are in the official layout, ``{clip_id: {id, behaviors, justifications, correct,
+sensibles, taxonomy {"0": [...], ..., "4": [...]}, desc[, verified]}}``; parquet items in the Hugging Face
+layout, columns ``id, behaviors, justifications, correct_idx, sensible_idx, description`` plus optional
+``taxonomy``, ``verified``, ``video`` and ``strip``. Our own ``items.parquet`` is in that layout.
+
+Rows are read as the official code reads them: an unknown taxonomy label is dropped from the categories, an
+empty description is kept, behaviours without exactly one empty option are kept; each is counted
+(``ReadNotes``) and the fetch stage logs the counts. Structural problems (not 5 options, a bad index, an
+unsafe id) stop the read with an error naming the file and row.
+
+The verified split (200 ids) ships with the project: ``egoeval/egonormia/data/verified_split.json``, the
+official ``src/final_dataset/verified_split.json`` (see ``VERIFIED_SOURCE``); a folder's own
+``verified_split.json`` adds to it.
+
+Media (``find_video``, ``find_strip``) under a media root (the items' folder unless
+``egonormia.fetch.media_path`` names another): the Hugging Face layout ``video/<id>/video_prev.mp4`` and
+``video/<id>/frame_all_prev.jpg``, or the bundled sample's ``videos/<id>.mp4``. No other file stands in for
+``video_prev.mp4`` (``video_during.mp4`` shows the answer): a clip without it has no context video.
 """
 
 from __future__ import annotations
@@ -37,6 +51,7 @@ import json
 import numbers
 import re
 import sys
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -67,6 +82,7 @@ COLUMNS = (
     "description",
     "verified",
     "video",
+    "strip",
 )
 ITEMS_SCHEMA = pa.schema(
     [
@@ -79,9 +95,21 @@ ITEMS_SCHEMA = pa.schema(
         ("description", pa.string()),
         ("verified", pa.bool_()),
         ("video", pa.string()),
+        ("strip", pa.string()),
     ]
 )
 VERIFIED_SPLIT = "verified_split.json"
+DATASETS = {"egonormia": "final_data.json", "ood_robot": "ood_robot.json"}
+NOT_ITEMS = {VERIFIED_SPLIT, "manifest.sha256"}
+SHIPPED_SPLIT = Path(__file__).parent / "data" / VERIFIED_SPLIT
+VERIFIED_SOURCE = (
+    "Open-Social-World/EgoNormia src/final_dataset/verified_split.json at commit "
+    "0b03a0210ab5ef2ccc967700eeb70e8837077277 (MIT), sha256 "
+    "65820d50f700ca5d8bc2225910db8e1996e7b8eddb20d495a8cefcf732c23cff"
+)
+PREV_VIDEO = "video_prev.mp4"
+PREV_STRIP = "frame_all_prev.jpg"
+ReadNotes = Counter  # what was read leniently, as the official code reads it: {note: rows}
 MAX_ID_LENGTH = 200
 _ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _SHOWN_ERRORS = 5
@@ -126,8 +154,11 @@ def _strings(value: object, what: str) -> tuple[list[str] | None, str | None]:
     return ["" if not s.strip() else s for s in items], None
 
 
-def _taxonomy(value: object) -> tuple[list[list[str]] | None, str | None]:
-    """Five category lists from a list of lists, a ``{"0": [...]}`` mapping, a JSON string of either, or None."""
+def _taxonomy(value: object, notes: Counter | None = None) -> tuple[list[list[str]] | None, str | None]:
+    """Five category lists from a list of lists, a ``{"0": [...]}`` mapping, a JSON string of either, or None.
+
+    Labels outside ``CATEGORIES`` are dropped (the official evaluation never reads the taxonomy) and counted.
+    """
     if value is None:
         return [[] for _ in range(N_OPTIONS)], None
     if isinstance(value, str):
@@ -151,14 +182,15 @@ def _taxonomy(value: object) -> tuple[list[list[str]] | None, str | None]:
         if cats is None or not all(isinstance(c, str) for c in cats):
             return None, f"taxonomy of option {i} must be a list of strings"
         unknown = [c for c in cats if c not in CATEGORIES]
-        if unknown:
-            return None, f"taxonomy of option {i} has unknown categories {unknown} (known: {', '.join(CATEGORIES)})"
-        result.append(cats)
+        if unknown and notes is not None:
+            for label in unknown:
+                notes[f"unknown taxonomy label {label!r} dropped"] += 1
+        result.append([c for c in cats if c in CATEGORIES])
     return result, None
 
 
-def _check_row(row: Mapping[str, Any]) -> tuple[dict[str, Any] | None, list[str]]:
-    """One normalized row, or the list of its problems."""
+def _check_row(row: Mapping[str, Any], notes: Counter) -> tuple[dict[str, Any] | None, list[str]]:
+    """One normalized row, or the list of its problems; lenient readings are counted in ``notes``."""
     problems: list[str] = []
     clip_id = row.get("id")
     if (problem := id_problem(clip_id)) is not None:
@@ -172,9 +204,9 @@ def _check_row(row: Mapping[str, Any]) -> tuple[dict[str, Any] | None, list[str]
     if behaviors is not None:
         empty = [i for i, b in enumerate(behaviors) if not b]
         if len(empty) != 1:
-            problems.append(f"behaviors must have exactly one empty option (None of the above), found {len(empty)}")
+            notes[f"behaviors with {len(empty)} empty options (kept as they are)"] += 1
         elif justifications is not None and [i for i, j in enumerate(justifications) if not j] != empty:
-            problems.append(f"justifications must be empty exactly at the behaviors' empty slot {empty[0]}")
+            notes["justifications empty elsewhere than the behaviors' empty slot (kept as they are)"] += 1
     correct = row.get("correct_idx")
     if not _is_int(correct) or not 0 <= int(correct) < N_OPTIONS:
         problems.append(f"correct_idx must be an integer in 0..{N_OPTIONS - 1}, got {correct!r}")
@@ -185,18 +217,21 @@ def _check_row(row: Mapping[str, Any]) -> tuple[dict[str, Any] | None, list[str]
         problems.append(f"sensible_idx must hold integers in 0..{N_OPTIONS - 1}, got {sensible!r}")
     elif len(set(sensible)) != len(sensible):
         problems.append(f"sensible_idx has duplicate indices {sensible!r}")
-    taxonomy, problem = _taxonomy(row.get("taxonomy"))
+    taxonomy, problem = _taxonomy(row.get("taxonomy"), notes)
     if problem:
         problems.append(problem)
     description = row.get("description")
     if not isinstance(description, str):
         problems.append(f"description must be a string, got {type(description).__name__}")
+    elif not description.strip():
+        notes["empty description (kept: the pipeline setting sends it empty, as the official code does)"] += 1
     verified = row.get("verified", False)
     if not isinstance(verified, bool | np.bool_):
         problems.append(f"verified must be true or false, got {verified!r}")
-    video = row.get("video", "")
-    if not isinstance(video, str) or video.startswith("/") or ".." in Path(video).parts:
-        problems.append(f"video must be a relative path inside the folder, got {video!r}")
+    for column in ("video", "strip"):
+        media = row.get(column, "")
+        if not isinstance(media, str) or media.startswith("/") or ".." in Path(media).parts:
+            problems.append(f"{column} must be a relative path inside the folder, got {media!r}")
     if problems:
         return None, problems
     return {
@@ -208,12 +243,17 @@ def _check_row(row: Mapping[str, Any]) -> tuple[dict[str, Any] | None, list[str]
         "taxonomy": taxonomy,
         "description": description,
         "verified": bool(verified),
-        "video": video,
+        "video": row.get("video", ""),
+        "strip": row.get("strip", ""),
     }, []
 
 
-def validate_items(rows: Sequence[Mapping[str, Any]], source_path: str | Path) -> pd.DataFrame:
+def validate_items(
+    rows: Sequence[Mapping[str, Any]], source_path: str | Path, notes: Counter | None = None
+) -> pd.DataFrame:
     """Check every row and return the items table sorted by id; on any problem raise one InputError.
+
+    Rows read leniently (see the module docstring) are counted in ``notes`` when given.
 
     The error names ``source_path`` and the first bad row (its clip id, or ``#<n>`` counting from 0 when the id
     itself is unusable) and lists the problems of up to five more rows.
@@ -221,9 +261,10 @@ def validate_items(rows: Sequence[Mapping[str, Any]], source_path: str | Path) -
     good: list[dict[str, Any]] = []
     errors: list[tuple[str, str]] = []
     seen: set[str] = set()
+    notes = Counter() if notes is None else notes
     for n, row in enumerate(rows):
         label = row.get("id") if isinstance(row.get("id"), str) and row.get("id") else f"#{n}"
-        checked, problems = _check_row(row)
+        checked, problems = _check_row(row, notes)
         if checked is not None and checked["id"] in seen:
             problems = [f"duplicate id {checked['id']!r}"]
         if problems:
@@ -243,7 +284,7 @@ def validate_items(rows: Sequence[Mapping[str, Any]], source_path: str | Path) -
     return table.sort_values("id", kind="stable").reset_index(drop=True)
 
 
-def read_official_json(path: str | Path) -> pd.DataFrame:
+def read_official_json(path: str | Path, notes: Counter | None = None) -> pd.DataFrame:
     """Items from the official repository's JSON layout (``correct``, ``sensibles``, ``desc``, taxonomy dict)."""
     data = read_json(path)
     if not isinstance(data, dict):
@@ -266,10 +307,10 @@ def read_official_json(path: str | Path) -> pd.DataFrame:
                 "verified": record.get("verified", False),
             }
         )
-    return validate_items(rows, path)
+    return validate_items(rows, path, notes)
 
 
-def read_hf_parquet(path: str | Path) -> pd.DataFrame:
+def read_hf_parquet(path: str | Path, notes: Counter | None = None) -> pd.DataFrame:
     """Items from the Hugging Face dataset's parquet layout (``correct_idx``, ``sensible_idx``, ``description``)."""
     try:
         frame = pd.read_parquet(path)
@@ -281,7 +322,7 @@ def read_hf_parquet(path: str | Path) -> pd.DataFrame:
     if missing:
         raise InputError(path, f"missing columns {missing}")
     wanted = [c for c in COLUMNS if c in frame]
-    return validate_items(frame[wanted].to_dict("records"), path)
+    return validate_items(frame[wanted].to_dict("records"), path, notes)
 
 
 def read_items(path: str | Path) -> pd.DataFrame:
@@ -295,18 +336,42 @@ def write_items(items: pd.DataFrame, path: str | Path) -> None:
     write_parquet(path, table, ITEMS_SCHEMA)
 
 
-def item_files(folder: str | Path) -> list[str]:
-    """Names (relative to ``folder``) of the files ``read_folder`` reads, sorted."""
+def items_file(folder: str | Path, dataset: str = "egonormia") -> str:
+    """The name of the one items file of ``dataset`` in ``folder`` (see the module docstring)."""
     folder = Path(folder)
     if not folder.is_dir():
         raise InputError(folder, "no such folder")
-    names = sorted(p.name for p in folder.iterdir() if p.is_file() and p.suffix in {".json", ".parquet"})
-    if not any(name != VERIFIED_SPLIT for name in names):
-        raise InputError(folder, "no items file (*.json in the official layout or *.parquet in the HF layout)")
-    return names
+    if dataset not in DATASETS:
+        raise InputError(folder, f"unknown dataset {dataset!r}; known: {', '.join(DATASETS)}")
+    names = sorted(p.name for p in folder.iterdir() if p.is_file())
+    if DATASETS[dataset] in names:
+        return DATASETS[dataset]
+    if dataset != "egonormia":
+        raise InputError(folder, f"no {DATASETS[dataset]} (dataset {dataset!r})")
+    others = set(DATASETS.values()) | NOT_ITEMS
+    parquets = [n for n in names if n.endswith(".parquet")]
+    jsons = [n for n in names if n.endswith(".json") and not n.endswith("_eval.json") and n not in others]
+    candidates = parquets if parquets else jsons
+    if len(candidates) != 1:
+        raise InputError(
+            folder,
+            "no EgoNormia items file: expected final_data.json (the official layout or a Hugging Face snapshot), "
+            f"else exactly one *.parquet or one JSON items file; found {candidates or 'none'}",
+        )
+    return candidates[0]
 
 
-def _verified_ids(path: Path) -> set[str]:
+def item_files(folder: str | Path, dataset: str = "egonormia") -> list[str]:
+    """Names (relative to ``folder``) of the files ``read_folder`` reads, sorted."""
+    names = [items_file(folder, dataset)]
+    if (Path(folder) / VERIFIED_SPLIT).is_file():
+        names.append(VERIFIED_SPLIT)
+    return sorted(names)
+
+
+def verified_ids(path: str | Path = SHIPPED_SPLIT) -> set[str]:
+    """The ids of a ``{"split": [ids]}`` file (by default the shipped EgoNormia-verified split)."""
+    path = Path(path)
     data = read_json(path)
     ids = data.get("split") if isinstance(data, dict) else None
     if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
@@ -314,56 +379,60 @@ def _verified_ids(path: Path) -> set[str]:
     return set(ids)
 
 
-def read_folder(folder: str | Path) -> pd.DataFrame:
-    """All items of a folder in either layout, validated, ids unique across files, sorted by id.
+def read_folder(folder: str | Path, dataset: str = "egonormia", notes: Counter | None = None) -> pd.DataFrame:
+    """The items of ``dataset`` in ``folder``, validated, sorted by id, ``verified`` from the shipped split.
 
-    The ``video`` column is left as the files give it (normally ``""``); ``find_video`` locates videos.
+    The ``video`` and ``strip`` columns are left as the file gives them; ``find_video``/``find_strip`` locate media.
     """
     folder = Path(folder)
-    tables: list[pd.DataFrame] = []
-    owner: dict[str, str] = {}
-    verified: set[str] = set()
-    for name in item_files(folder):
-        path = folder / name
-        if name == VERIFIED_SPLIT:
-            verified = _verified_ids(path)
-            continue
-        table = read_official_json(path) if path.suffix == ".json" else read_hf_parquet(path)
-        for clip_id in table["id"]:
-            if clip_id in owner:
-                raise InputError(path, f"duplicate id, already in {owner[clip_id]}", row=clip_id)
-            owner[clip_id] = name
-        tables.append(table)
-    items = pd.concat(tables, ignore_index=True) if len(tables) > 1 else tables[0]
-    unknown = verified - set(owner)
-    if unknown:
-        print(f"warning: {folder / VERIFIED_SPLIT} lists {len(unknown)} ids that are not in the items", file=sys.stderr)
+    name = items_file(folder, dataset)
+    path = folder / name
+    items = read_hf_parquet(path, notes) if name.endswith(".parquet") else read_official_json(path, notes)
+    verified = verified_ids() if dataset == "egonormia" else set()
+    if (folder / VERIFIED_SPLIT).is_file():
+        own = verified_ids(folder / VERIFIED_SPLIT)
+        unknown = own - set(items["id"])
+        if unknown:
+            print(f"warning: {folder / VERIFIED_SPLIT} lists {len(unknown)} ids that are not items", file=sys.stderr)
+        verified |= own
     items["verified"] = items["verified"] | items["id"].isin(verified)
-    return items.sort_values("id", kind="stable").reset_index(drop=True)
+    return items
 
 
-def find_video(folder: str | Path, clip_id: str) -> str | None:
-    """The clip's context video relative to ``folder`` (posix), or None; ``clip_id`` must be a safe id."""
-    folder = Path(folder)
-    flat = Path("videos") / f"{clip_id}.mp4"
-    if (folder / flat).is_file():
-        return flat.as_posix()
-    clip_dir = Path("video") / clip_id
-    if not (folder / clip_dir).is_dir():
-        return None
-    if (folder / clip_dir / "video_prev.mp4").is_file():
-        return (clip_dir / "video_prev.mp4").as_posix()
-    mp4s = sorted(p.name for p in (folder / clip_dir).glob("*.mp4") if p.is_file())
-    prev = [name for name in mp4s if "prev" in name.lower()]
-    chosen = prev if prev else mp4s
-    if len(chosen) == 1:
-        return (clip_dir / chosen[0]).as_posix()
-    if chosen:
-        print(f"warning: {folder / clip_dir}: cannot tell which of {chosen} is the context video", file=sys.stderr)
+def select_split(items: pd.DataFrame, split: str, where: str | Path) -> pd.DataFrame:
+    """``full``: every item; ``verified``: the verified ones (InputError naming ``where`` when there are none)."""
+    if split == "verified":
+        items = items[items["verified"]].reset_index(drop=True)
+        if items.empty:
+            raise InputError(where, "split 'verified' selects no clip: no item is in the verified split")
+    return items
+
+
+def find_video(root: str | Path, clip_id: str) -> str | None:
+    """The clip's context video relative to the media ``root`` (posix), or None; ``clip_id`` must be a safe id.
+
+    ``video/<id>/video_prev.mp4`` (Hugging Face layout) or ``videos/<id>.mp4`` (the bundled sample); never
+    another file of the clip (``video_during.mp4`` shows the answer).
+    """
+    root = Path(root)
+    for name in (Path("video") / clip_id / PREV_VIDEO, Path("videos") / f"{clip_id}.mp4"):
+        if (root / name).is_file():
+            return name.as_posix()
     return None
 
 
-def source_files(folder: str | Path, items: pd.DataFrame) -> list[str]:
-    """Every file the items come from: the items files and each clip's context video (names relative to folder)."""
-    videos = [v for v in (find_video(folder, clip_id) for clip_id in items["id"]) if v]
-    return sorted([*item_files(folder), *videos])
+def find_strip(root: str | Path, clip_id: str) -> str | None:
+    """The dataset's pre-rendered frames strip ``video/<id>/frame_all_prev.jpg`` relative to ``root``, or None."""
+    name = Path("video") / clip_id / PREV_STRIP
+    return name.as_posix() if (Path(root) / name).is_file() else None
+
+
+def media_files(root: str | Path, items: pd.DataFrame) -> list[str]:
+    """Every context video and frames strip of the items under the media ``root`` (names relative to it)."""
+    found = [find(root, clip_id) for clip_id in items["id"] for find in (find_video, find_strip)]
+    return sorted(name for name in found if name)
+
+
+def source_files(folder: str | Path, items: pd.DataFrame, dataset: str = "egonormia") -> list[str]:
+    """The items files and every clip's media in ``folder`` (names relative to it): what a manifest pins."""
+    return sorted([*item_files(folder, dataset), *media_files(folder, items)])

@@ -88,6 +88,15 @@ def outcomes(
     )
 
 
+def official_excluded(predictions: Any) -> Any:
+    """Prediction rows the official accounting leaves out of n (a boolean Series): protocol ``official`` and a
+    failed action or justification call (the official code records ``[-2, -2]`` and drops the item)."""
+    failed = predictions["action_error"].str.startswith(CALL_FAILED) | predictions[
+        "justification_error"
+    ].str.startswith(CALL_FAILED)
+    return (predictions["protocol"] == "official") & failed
+
+
 def point_estimates(result: Outcomes) -> dict[str, float]:
     """The four metrics in percent (mean over items × 100)."""
     values = result.columns()

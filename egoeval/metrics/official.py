@@ -31,8 +31,6 @@ import pandas as pd
 from scipy.optimize import linear_sum_assignment
 
 OVERLAP_EPS = np.float32(1e-6)  # mmdet bbox_overlaps' eps
-PERCENT_FIELDS = ("IDF1", "IDP", "IDR", "MOTA", "MOTP", "Rcll", "Prcn")
-COUNT_FIELDS = ("FP", "FN", "IDSW", "MT", "PT", "ML", "Frag", "GT_Dets", "Dets", "IDTP")
 
 
 @dataclass
@@ -116,7 +114,7 @@ def accumulate(gt: pd.DataFrame, pred: pd.DataFrame, iou_threshold: float = 0.5,
     bounds = np.append(frames, np.iinfo(np.int64).max)
     o_at, h_at = np.searchsorted(o_frames, bounds), np.searchsorted(h_frames, bounds)
     i_at = np.searchsorted(i_frames, np.stack([frames, frames + 1]))  # ignore boxes of exactly that frame
-    max_dist = np.float32(1) - np.float32(iou_threshold)
+    max_dist = np.float32(1 - iou_threshold)  # eval_mot compares float32 distances with its distance threshold
 
     counts = Counts()
     last_hid: dict[int, int] = {}  # py-motmetrics' m: object -> the tracker id it was last matched to

@@ -38,6 +38,7 @@ class FetchSettings(Section):
     manifest: NonEmptyStr | None
     detections: NonEmptyStr | None  # detections the user brings (mode file), relative to the root
     duplicate_videos: Literal["error", "drop"]
+    camera_model: Literal["aria_fisheye", "pinhole"]  # how the calibration's 15 intrinsics map rays to pixels
 
     @model_validator(mode="after")
     def _relative(self) -> FetchSettings:
@@ -67,9 +68,11 @@ def packaged_trackers() -> dict[str, dict[str, Any]]:
     if spec is None or not spec.submodule_search_locations:
         return {}
     folder = Path(next(iter(spec.submodule_search_locations))) / "cfg" / "trackers"
-    return {path.stem: yaml.safe_load(path.read_text()) for path in sorted(folder.glob("*.yaml"))}
+    trackers = {path.stem: yaml.safe_load(path.read_text()) for path in sorted(folder.glob("*.yaml"))}
+    return {**trackers, "egomotion": yaml.safe_load(EGOMOTION_YAML.read_text())}
 
 
+EGOMOTION_YAML = Path(__file__).with_name("egomotion.yaml")  # egoeval's own tracker (egohumans/egomotion.py)
 GMC_METHODS = ("none", "sparseOptFlow", "orb", "sift", "ecc")
 
 

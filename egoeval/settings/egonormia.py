@@ -18,6 +18,10 @@ from egoeval.settings import (
 
 Setting = Literal["blind", "pipeline", "video"]
 Backend = Literal["openai", "random", "minilm"]
+Protocol = Literal["official", "egoeval"]
+# The largest image side any supported endpoint accepts: Anthropic's API rejects images over 8,000 px a side
+# (OpenAI and Gemini resize large images instead of refusing them); JPEG itself stops at 65,535 px.
+MAX_IMAGE_SIDE = 8000
 
 
 class SampleSettings(Section):
@@ -32,8 +36,10 @@ class SampleSettings(Section):
 class FetchSettings(Section):
     """``egonormia.fetch``: where the items and videos come from, pinned."""
 
+    dataset: Literal["egonormia", "ood_robot"]
     source: Literal["sample", "local", "huggingface"]
     path: NonEmptyStr
+    media_path: NonEmptyStr | None
     manifest: NonEmptyStr
     hf_repo: NonEmptyStr
     hf_revision: Annotated[str, Field(pattern=r"^[0-9a-f]{40}$")] | None
@@ -41,12 +47,19 @@ class FetchSettings(Section):
 
 
 class FramesSettings(Section):
-    """``egonormia.frames``: the frames strip of the video setting."""
+    """``egonormia.frames``: the frames strip of the video setting.
 
+    ``source: dataset`` takes the dataset's pinned ``frame_all_prev.jpg`` (what the official runs send);
+    ``video`` renders from ``video_prev.mp4`` at ``fps``, each frame ``frame_height`` px high, left to right,
+    scaled down only when the strip would exceed ``max_width`` (at most ``MAX_IMAGE_SIDE``).
+    """
+
+    source: Literal["dataset", "video"]
     fps: Annotated[float, Field(gt=0, le=30)]
-    height: Annotated[int, Field(ge=16, le=4096)]
-    max_width: Annotated[int, Field(ge=16, le=65500)]
+    frame_height: Annotated[int, Field(ge=16, le=MAX_IMAGE_SIDE)]
+    max_width: Annotated[int, Field(ge=16, le=MAX_IMAGE_SIDE)]
     jpeg_quality: Annotated[int, Field(ge=1, le=100)]
+    workers: Annotated[int, Field(ge=1, le=256)]
 
 
 class DescribeSettings(Section):
@@ -76,6 +89,7 @@ class ModelSpec(Section):
     max_retries: NonNegativeInt = 6
     retry_base_s: NonNegativeFloat = 0.5
     retry_max_s: PositiveFloat = 30.0
+    published_as: NonEmptyStr | None = None  # the model's name in the published results (egoeval compare)
 
     @model_validator(mode="after")
     def _openai_needs_url(self) -> ModelSpec:
@@ -98,6 +112,7 @@ class EvaluatedModel(ModelSpec):
     max_retries: NonNegativeInt
     retry_base_s: NonNegativeFloat
     retry_max_s: PositiveFloat
+    published_as: NonEmptyStr | None
 
 
 class InferSettings(Section):
@@ -125,6 +140,7 @@ class ScoreSettings(Section):
 
 
 class EgoNormiaSettings(Section):
+    protocol: Protocol  # official: the official eval_api.py request for request; egoeval: ours (see README)
     sample: SampleSettings
     fetch: FetchSettings
     frames: FramesSettings

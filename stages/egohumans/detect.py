@@ -16,7 +16,7 @@ import argparse
 
 from egoeval.egohumans.detection import FETCHED, OUT_DIR, detect
 from egoeval.egohumans.formats import DETECTION_MODES
-from egoeval.io import load_params
+from egoeval.settings import load_settings
 from egoeval.stage import run_stage
 
 
@@ -28,7 +28,11 @@ def main(argv: list[str] | None = None) -> int:
 
     def body() -> None:
         table = detect(
-            args.mode, FETCHED, OUT_DIR / f"{args.mode}.parquet", load_params("egohumans.detect"), args.arch_only
+            args.mode,
+            FETCHED,
+            OUT_DIR / f"{args.mode}.parquet",
+            load_settings().egohumans.detect.model_dump(),
+            args.arch_only,
         )
         print(f"{args.mode}: {len(table)} boxes over {table['sequence'].nunique()} sequences")
 

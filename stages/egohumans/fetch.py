@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from egoeval.egohumans.fetching import OUT_DIR, fetch, write_root_manifest
-from egoeval.io import load_params
+from egoeval.settings import load_settings
 from egoeval.stage import run_stage
 
 
@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def body() -> None:
-        params = load_params("egohumans.fetch")
+        params = load_settings().egohumans.fetch.model_dump()
         if args.write_manifest is not None:
             names = write_root_manifest(args.write_manifest, params, args.manifest)
             print(f"pinned {len(names)} files under {args.write_manifest}", file=sys.stderr)

@@ -1,7 +1,8 @@
 """Stage egohumans_sample: a bundled synthetic EgoHumans-style sample, generated deterministically.
 
-Each sequence is an egocentric walk: the wearer (``aria01``) drifts forward while turning the head (yaw, pitch,
-roll over time, a pinhole camera whose per-frame pose is written to ``images[].extrinsics``). Several people
+Each sequence is an egocentric walk: the wearer (``aria01``) drifts forward while turning the head (slow yaw, pitch
+and roll, plus quick glances aside at up to 180 degrees/s, as people look at one another; a pinhole camera whose
+per-frame pose is written to ``images[].extrinsics``). Several people
 (articulated figures: head, torso, swinging arms and legs, distinct colours) walk between random waypoints, cross
 and occlude one another (drawn far to near) and leave and re-enter the view. Written to ``data/egohumans/sample``,
 a data root laid out as the official EgoHumans download (rawalkhirodkar/egohumans, assets/DOWNLOAD.md):
@@ -33,7 +34,8 @@ import cv2
 import numpy as np
 from tqdm import tqdm
 
-from egoeval.io import atomic_write_bytes, atomic_write_text, load_params, replaced_dir, write_json, write_manifest
+from egoeval.io import atomic_write_bytes, atomic_write_text, replaced_dir, write_json, write_manifest
+from egoeval.settings import load_settings
 from egoeval.stage import run_stage
 
 OUT_DIR = Path("data/egohumans/sample")
@@ -84,13 +86,28 @@ def _rotation(yaw: float, pitch_down: float, roll: float) -> np.ndarray:
     return (r_yaw @ r_pitch @ r_roll @ flip).T
 
 
+def _glances(rng: np.random.Generator, t: np.ndarray) -> np.ndarray:
+    """Yaw (radians) of quick looks aside, as a wearer glances at someone: about one every 3 s, each a turn of
+    20-45 degrees in 0.4-0.8 s (peaks of 40-180 degrees/s), held 0.5-1.5 s, then back as fast."""
+    yaw = np.zeros_like(t)
+    start = rng.uniform(0.2, 1.5)
+    while start < t[-1]:
+        angle = np.radians(rng.uniform(20, 45)) * rng.choice([-1, 1])
+        turn, hold = rng.uniform(0.4, 0.8), rng.uniform(0.5, 1.5)
+        there = np.clip((t - start) / turn, 0, 1)
+        back = np.clip((t - start - turn - hold) / turn, 0, 1)
+        yaw += angle * (0.5 - 0.5 * np.cos(np.pi * there)) * (0.5 + 0.5 * np.cos(np.pi * back))
+        start += 2 * turn + hold + rng.uniform(0.5, 2.0)
+    return yaw
+
+
 def _camera_path(rng: np.random.Generator, params: SampleParams) -> tuple[np.ndarray, np.ndarray]:
     """Per-frame world-to-camera rotations (F, 3, 3) and camera centres (F, 3)."""
     t = np.arange(params.frames) / params.fps
     a1, a2 = np.radians(rng.uniform(25, 40)), np.radians(rng.uniform(5, 12))
     p1, p2 = rng.uniform(5, 9), rng.uniform(1.2, 2.5)
     f1, f2, f3 = rng.uniform(0, 2 * np.pi, 3)
-    yaw = a1 * np.sin(2 * np.pi * t / p1 + f1) + a2 * np.sin(2 * np.pi * t / p2 + f2)
+    yaw = a1 * np.sin(2 * np.pi * t / p1 + f1) + a2 * np.sin(2 * np.pi * t / p2 + f2) + _glances(rng, t)
     pitch = np.radians(8 + 3 * np.sin(2 * np.pi * t / rng.uniform(2, 4) + f3))
     roll = np.radians(2 * np.sin(2 * np.pi * t / rng.uniform(3, 5)))
     rotations = np.stack([_rotation(*angles) for angles in zip(yaw, pitch, roll, strict=True)])
@@ -484,7 +501,7 @@ def _generate_into(root: Path, params: SampleParams) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
-    return run_stage(lambda: generate_sample(OUT_DIR, SampleParams(**load_params("egohumans.sample"))))
+    return run_stage(lambda: generate_sample(OUT_DIR, SampleParams(**load_settings().egohumans.sample.model_dump())))
 
 
 if __name__ == "__main__":

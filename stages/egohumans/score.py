@@ -7,8 +7,9 @@ py-motmetrics 1.4.0, re-implemented in ``egoeval.metrics.official``; HOTA from T
 Reads ``data/egohumans/fetched/gt/<seq>.txt`` and the run folder ``data/egohumans/tracks/<tracker>-<mode>/`` of
 every tracker x detection mode in params.yaml
 (one MOTChallenge file per ground-truth sequence). Writes ``metrics/egohumans.json`` (``{run: {"COMBINED": ...,
-"sequences": {seq: ...}}}``) and ``plots/egohumans/sequences.csv`` (run, sequence, IDF1, MOTA, HOTA; one row per
-run and sequence plus a ``COMBINED`` row per run).
+"sequences": {seq: ...}}}``), ``plots/egohumans/sequences.csv`` (run, sequence, IDF1, MOTA, HOTA; one row per
+run and sequence plus a ``COMBINED`` row per run: the trackers side by side) and ``plots/egohumans/head_speed.csv``
+(run, head-speed bin, frames, IDF1, IDSW: see egoeval.egohumans.head_speed).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from egoeval.egohumans.head_speed import head_speed_table, head_speeds
 from egoeval.io import InputError, atomic_write_text, write_json
 from egoeval.metrics import score_protocol
 from egoeval.mot import read_mot, read_mot_folder
@@ -30,16 +32,26 @@ TRACKS_DIR = Path("data/egohumans/tracks")
 METRICS = Path("metrics/egohumans.json")
 PLOT = Path("plots/egohumans/sequences.csv")
 PLOT_COLUMNS = ["IDF1", "MOTA", "HOTA"]
+HEAD_SPEED_PLOT = Path("plots/egohumans/head_speed.csv")
+IMAGES = Path("data/egohumans/fetched/images.parquet")
 
 
 def score(
     gt_dir: Path, tracks_dir: Path, runs: list[str], iou_threshold: float, protocol: str = "official"
 ) -> dict[str, dict[str, Any]]:
     """Evaluate the named run folders under ``tracks_dir``; each must hold exactly the ground truth's sequences."""
+    gt, tracks = read_runs(gt_dir, tracks_dir, runs)
+    return {run: score_protocol(gt, pred, protocol, iou_threshold=iou_threshold) for run, pred in tracks.items()}
+
+
+def read_runs(
+    gt_dir: Path, tracks_dir: Path, runs: list[str]
+) -> tuple[dict[str, pd.DataFrame], dict[str, dict[str, pd.DataFrame]]]:
+    """(ground truth by sequence, each run's tracks by sequence); every run holds exactly the ground truth's."""
     gt = {name: read_mot(path, kind="pred") for name, path in read_mot_folder(gt_dir).items()}  # with ignore rows
     if not gt:
         raise InputError(gt_dir, "no ground-truth sequences (<seq>.txt)")
-    results = {}
+    tracks = {}
     for run in (tracks_dir / name for name in sorted(runs)):
         if not run.is_dir():
             raise InputError(run, "tracking run not found (run the egohumans_track stage first)")
@@ -47,9 +59,8 @@ def score(
         missing, extra = sorted(set(gt) - set(found)), sorted(set(found) - set(gt))
         if missing or extra:
             raise InputError(run, f"sequences differ from the ground truth: missing {missing}, unknown {extra}")
-        pred = {name: read_mot(found[name], kind="pred") for name in gt}
-        results[run.name] = score_protocol(gt, pred, protocol, iou_threshold=iou_threshold)
-    return results
+        tracks[run.name] = {name: read_mot(found[name], kind="pred") for name in gt}
+    return gt, tracks
 
 
 def sequence_table(results: dict[str, dict[str, Any]]) -> pd.DataFrame:
@@ -68,9 +79,14 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> None:
         params = load_settings().egohumans
         runs = [f"{tracker}-{mode}" for tracker in params.track.trackers for mode in params.detect.modes]
-        results = score(GT_DIR, TRACKS_DIR, runs, params.score.iou_threshold, params.score.protocol)
+        gt, tracks = read_runs(GT_DIR, TRACKS_DIR, runs)
+        protocol, iou = params.score.protocol, params.score.iou_threshold
+        results = {run: score_protocol(gt, pred, protocol, iou_threshold=iou) for run, pred in tracks.items()}
+        speeds = head_speeds(pd.read_parquet(IMAGES, columns=["sequence", "frame", "extrinsics"]))
+        by_speed = head_speed_table(gt, tracks, speeds, protocol, iou)
         write_json(METRICS, results)
         atomic_write_text(PLOT, sequence_table(results).to_csv(index=False, float_format="%.4f", lineterminator="\n"))
+        atomic_write_text(HEAD_SPEED_PLOT, by_speed.to_csv(index=False, float_format="%.4f", lineterminator="\n"))
         for run, result in results.items():
             combined = result["COMBINED"]
             shown = "  ".join(f"{k} {combined.get(k) or float('nan'):.2f}" for k in ("HOTA", "IDF1", "MOTA"))

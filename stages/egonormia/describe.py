@@ -22,7 +22,8 @@ from egoeval.backends.client import ModelClient
 from egoeval.cache import ResponseCache, cache_file, cache_only
 from egoeval.egonormia.artifacts import DESCRIPTIONS, FRAMES, ITEMS, FrameStore, Unavailable, read_table
 from egoeval.egonormia.prompts import describe_request
-from egoeval.io import InputError, load_params, write_parquet
+from egoeval.io import InputError, write_parquet
+from egoeval.settings import load_settings
 from egoeval.stage import TransientFailure, run_stage
 
 COLUMNS = ["id", "description", "source", "error", "request_key"]  # request_key: "" unless asked of a model
@@ -77,17 +78,18 @@ def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(description=__doc__).parse_args(argv)
 
     def run() -> None:
-        params = load_params("egonormia")
-        source = params["describe"]["source"]
+        settings = load_settings().egonormia
+        describe = settings.describe.model_dump()
+        source = describe["source"]
         items = read_table(ITEMS, ["id"])
         if source == "dataset":
             table = from_dataset(items)
         elif source == "model":
             frames = FrameStore(read_table(FRAMES / "index.parquet", ["id", "image", "error"]), FRAMES)
-            with ResponseCache(cache_file(params["infer"]["cache_dir"])) as cache:
-                table = from_model(items, frames, params["model"], cache)
+            with ResponseCache(cache_file(settings.infer.cache_dir)) as cache:
+                table = from_model(items, frames, settings.model.model_dump(), cache)
             failed = table[table["error"] != ""]
-            limit = float(params["describe"].get("max_failure_rate", params["infer"]["max_failure_rate"]))
+            limit = float(describe["max_failure_rate"])
             if len(table) and len(failed) / len(table) > limit:
                 named = "; ".join(f"{r.id}: {r.error}" for r in failed.head(20).itertuples())
                 raise TransientFailure(f"{len(failed)} of {len(table)} descriptions failed; nothing written: {named}")

@@ -1,30 +1,37 @@
-"""Stage egonormia_fetch: pinned EgoNormia items and context videos -> data/egonormia/fetched/.
+"""Stage egonormia_fetch: pinned EgoNormia items and media -> data/egonormia/fetched/.
 
 ``python -m stages.egonormia.fetch`` reads params ``egonormia.fetch``:
 
-- ``source``: ``sample`` or ``local`` read the folder ``path`` (official ``*.json`` layout or Hugging Face
-  ``*.parquet`` layout, see ``egoeval.egonormia.schema``); ``huggingface`` downloads ``hf_repo`` at
-  ``hf_revision`` (must be a 40-hex commit sha) into ``.egoeval-cache/huggingface/<repo>/<sha>`` with
-  ``huggingface_hub.snapshot_download``, fetching only ``*.parquet``, ``verified_split.json`` and the
-  context videos ``video/<id>/*prev*.mp4`` (``final_data.json`` would repeat the parquet's clips).
-- ``manifest``: a sha256 manifest (``sha256sum`` format, paths relative to the folder). Every file fetched
-  (items files and the selected clips' videos) must be in it with the same hash, or the stage fails naming it.
-- ``split``: ``full`` keeps every clip, ``verified`` those marked verified.
+- ``dataset``: ``egonormia`` (``final_data.json``, 1,853 clips) or ``ood_robot`` (``ood_robot.json``, 11 robot
+  clips); the two never mix and ``*_eval.json`` result files are never items (``egoeval.egonormia.schema``).
+- ``source``: ``sample`` or ``local`` read the folder ``path`` as distributed (the official GitHub folder
+  ``src/final_dataset``, a Hugging Face snapshot, or the bundled sample); ``huggingface`` downloads ``hf_repo``
+  at ``hf_revision`` (a 40-hex commit sha) into ``.egoeval-cache/huggingface/<repo>/<sha>``: ``final_data.json``
+  first, then for the selected clips ``video/<id>/video_prev.mp4`` and ``video/<id>/frame_all_prev.jpg``
+  (``egoeval.egonormia.hub``).
+- ``media_path``: where ``video/<id>/…`` lives when it is not beside the items (the GitHub folder has no
+  media); null means the items' folder.
+- ``manifest``: a sha256 manifest (``sha256sum`` format). Items files are named relative to ``path``, media
+  relative to the media folder. Every file fetched must be in it with the same hash, or the stage fails
+  naming it. With ``source: huggingface`` the commit sha pins the files and no manifest is read.
+- ``split``: ``full`` keeps every clip, ``verified`` the 200 EgoNormia-verified ones (the split ships with
+  the project, so it works from any source).
 
-Output: ``items.parquet`` (the schema's columns, sorted by id) and ``videos/<id>.mp4`` (copies, never links).
-A clip without a context video keeps its row with ``video == ""``; the frames stage records the failure.
-The folder is built beside the old one and swapped in only when complete.
+Output: ``items.parquet`` (the schema's columns, sorted by id), ``videos/<id>.mp4`` (the context video) and
+``strips/<id>.jpg`` (the dataset's pre-rendered ``frame_all_prev.jpg``), copies, never links. A clip without a
+context video keeps its row with ``video == ""`` (the frames stage records the failure); ``strip == ""`` the
+same. Rows read leniently (as the official code reads them) are counted in the log.
 
-``python -m stages.egonormia.fetch --write-manifest FOLDER [--manifest PATH]`` pins a local folder: it writes a
-manifest (default ``FOLDER/manifest.sha256``) of every items file and every clip's context video.
+``python -m stages.egonormia.fetch --write-manifest FOLDER [--media PATH] [--dataset NAME] [--manifest PATH]``
+pins a local folder: a manifest (default ``FOLDER/manifest.sha256``) of its items file and every clip's media.
 """
 
 from __future__ import annotations
 
 import argparse
-import re
 import shutil
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -32,52 +39,33 @@ import pandas as pd
 from tqdm import tqdm
 
 from egoeval.egonormia.artifacts import FETCHED
-from egoeval.egonormia.schema import find_video, item_files, read_folder, source_files, write_items
-from egoeval.io import PARAMS_FILE, InputError, load_params, replaced_dir, verify_manifest, write_manifest
+from egoeval.egonormia.hub import download_hf
+from egoeval.egonormia.schema import (
+    find_strip,
+    find_video,
+    item_files,
+    media_files,
+    read_folder,
+    select_split,
+    write_items,
+)
+from egoeval.io import (
+    PARAMS_FILE,
+    InputError,
+    atomic_write_text,
+    replaced_dir,
+    sha256_file,
+    verify_manifest,
+)
+from egoeval.settings import load_settings
 from egoeval.stage import run_stage
 
-HF_DIR = Path(".egoeval-cache/huggingface")
-HF_PATTERNS = ["*.parquet", "verified_split.json", "video/*/*prev*.mp4"]
-SOURCES = ("sample", "local", "huggingface")
-SPLITS = ("full", "verified")
-_SHA_RE = re.compile(r"[0-9a-f]{40}")
 
-
-def pinned_revision(revision: object) -> str:
-    """The revision if it is a commit sha (40 hex digits, not the all-zero placeholder); else InputError."""
-    text = str(revision).lower()
-    if not _SHA_RE.fullmatch(text) or set(text) == {"0"}:
-        raise InputError(
-            PARAMS_FILE,
-            f"egonormia.fetch.hf_revision must pin a commit: 40 hex digits, not a branch, tag or placeholder; "
-            f"got {revision!r}",
-        )
-    return text
-
-
-def download_hf(repo_id: str, revision: str, root: Path = HF_DIR) -> Path:
-    """Download the pinned dataset files (items and context videos) and return the local folder."""
-    revision = pinned_revision(revision)
-    from huggingface_hub import snapshot_download
-
-    local_dir = root / repo_id / revision
-    snapshot_download(
-        repo_id=repo_id, repo_type="dataset", revision=revision, local_dir=local_dir, allow_patterns=HF_PATTERNS
-    )
-    return local_dir
-
-
-def _source_folder(params: dict[str, Any]) -> Path:
-    source = params["source"]
-    if source not in SOURCES:
-        raise InputError(PARAMS_FILE, f"egonormia.fetch.source must be one of {', '.join(SOURCES)}, got {source!r}")
-    if params["split"] not in SPLITS:
-        raise InputError(
-            PARAMS_FILE, f"egonormia.fetch.split must be one of {', '.join(SPLITS)}, got {params['split']!r}"
-        )
-    if source == "huggingface":
-        return download_hf(params["hf_repo"], params["hf_revision"])
-    return Path(params["path"])
+def _folders(params: dict[str, Any]) -> tuple[Path, Path]:
+    """(items folder, media folder) of a local or sample source."""
+    folder = Path(params["path"])
+    media = params.get("media_path")
+    return folder, Path(media) if media else folder
 
 
 def _check_pinned(manifest: Path, folder: Path, names: list[str]) -> None:
@@ -89,41 +77,55 @@ def _check_pinned(manifest: Path, folder: Path, names: list[str]) -> None:
     verify_manifest(manifest, folder, names)
 
 
-def fetch(params: dict[str, Any], out_dir: str | Path) -> pd.DataFrame:
-    """Fetch, verify and normalize the items and videos into out_dir; return the items table."""
-    out_dir = Path(out_dir)
-    folder = _source_folder(params)
-    manifest = Path(params["manifest"])
-    _check_pinned(manifest, folder, item_files(folder))
-    items = read_folder(folder)
-    if params["split"] == "verified":
-        items = items[items["verified"]].reset_index(drop=True)
-        if items.empty:
-            raise InputError(folder, "split 'verified' selects no clip: no row is marked verified")
-    sources = {clip_id: find_video(folder, clip_id) for clip_id in items["id"]}
-    _check_pinned(manifest, folder, sorted(v for v in sources.values() if v))
+def _log_notes(notes: Counter, where: Path) -> None:
+    for note, count in sorted(notes.items()):
+        print(f"fetch: {where}: {count} rows: {note}", file=sys.stderr)
 
+
+def fetch(params: dict[str, Any], out_dir: str | Path) -> pd.DataFrame:
+    """Fetch, verify and normalize the items and media into out_dir; return the items table."""
+    out_dir = Path(out_dir)
+    dataset = params.get("dataset", "egonormia")
+    notes: Counter = Counter()
+    if params["source"] == "huggingface":
+        folder, media, items = download_hf(params, notes)
+    else:
+        folder, media = _folders(params)
+        manifest = Path(params["manifest"])
+        _check_pinned(manifest, folder, item_files(folder, dataset))
+        items = select_split(read_folder(folder, dataset, notes), params["split"], folder)
+        _check_pinned(manifest, media, media_files(media, items))
+    _log_notes(notes, folder)
     with replaced_dir(out_dir) as work:
-        (work / "videos").mkdir()
-        videos = []
-        for clip_id, source in tqdm(sources.items(), desc="fetch videos", unit="clip", file=sys.stderr):
-            if source is None:
-                videos.append("")
-                continue
-            target = Path("videos") / f"{clip_id}.mp4"
-            shutil.copyfile(folder / source, work / target)
-            videos.append(target.as_posix())
-        items["video"] = videos
+        for sub in ("videos", "strips"):
+            (work / sub).mkdir()
+        copied: dict[str, list[str]] = {"video": [], "strip": []}
+        for clip_id in tqdm(items["id"], desc="fetch media", unit="clip", file=sys.stderr):
+            for column, find, target in (
+                ("video", find_video, Path("videos") / f"{clip_id}.mp4"),
+                ("strip", find_strip, Path("strips") / f"{clip_id}.jpg"),
+            ):
+                source = find(media, clip_id)
+                if source is not None:
+                    shutil.copyfile(media / source, work / target)
+                copied[column].append(target.as_posix() if source is not None else "")
+        items["video"], items["strip"] = copied["video"], copied["strip"]
         write_items(items, work / "items.parquet")
     return items
 
 
-def write_folder_manifest(folder: str | Path, manifest: str | Path | None = None) -> list[str]:
-    """Pin every items file and context video of a local folder; return the pinned names."""
+def write_folder_manifest(
+    folder: str | Path, manifest: str | Path | None = None, media: str | Path | None = None, dataset: str = "egonormia"
+) -> list[str]:
+    """Pin the items file (relative to ``folder``) and every clip's media (relative to ``media``); return the names."""
     folder = Path(folder)
-    names = source_files(folder, read_folder(folder))
-    write_manifest(manifest or folder / "manifest.sha256", folder, names)
-    return names
+    media = Path(media) if media else folder
+    items = read_folder(folder, dataset)
+    pinned = [(folder, name) for name in item_files(folder, dataset)]
+    pinned += [(media, name) for name in media_files(media, items)]
+    lines = sorted(f"{sha256_file(root / name)}  {name}" for root, name in pinned)
+    atomic_write_text(manifest or folder / "manifest.sha256", "\n".join(lines) + "\n")
+    return sorted(name for _, name in pinned)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -132,16 +134,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--manifest", type=Path, help="manifest path for --write-manifest (default FOLDER/manifest.sha256)"
     )
+    parser.add_argument("--media", type=Path, help="with --write-manifest: the media folder (default FOLDER)")
+    parser.add_argument("--dataset", default="egonormia", help="with --write-manifest: egonormia or ood_robot")
     args = parser.parse_args(argv)
 
     def body() -> None:
         if args.write_manifest is not None:
-            names = write_folder_manifest(args.write_manifest, args.manifest)
+            names = write_folder_manifest(args.write_manifest, args.manifest, args.media, args.dataset)
             print(f"pinned {len(names)} files of {args.write_manifest}", file=sys.stderr)
             return
-        items = fetch(load_params("egonormia.fetch"), FETCHED)
-        with_video = int((items["video"] != "").sum())
-        print(f"fetched {len(items)} clips ({with_video} with a context video) into {FETCHED}", file=sys.stderr)
+        items = fetch(load_settings().egonormia.fetch.model_dump(), FETCHED)
+        with_video, with_strip = int((items["video"] != "").sum()), int((items["strip"] != "").sum())
+        print(
+            f"fetched {len(items)} clips ({with_video} with a context video, {with_strip} with a frames strip) "
+            f"into {FETCHED}",
+            file=sys.stderr,
+        )
 
     return run_stage(body, params=None if args.write_manifest else PARAMS_FILE)
 

@@ -1,14 +1,16 @@
 """Stage egonormia_infer: ask every model (the one under evaluation and the baselines) every question.
 
-For each clip x setting x model: the action question then, in the same conversation, the justification
-question; and the sensible question in a conversation of its own. Conversations run concurrently (a thread
+For each clip x setting x model, the questions of ``egonormia.protocol`` (``egoeval.egonormia.inference``):
+``official`` asks what the official evaluation code asks, call for call (a call it would not make is recorded
+``not sent: …``); ``egoeval`` asks the action question then, in the same conversation, the justification
+question, and the sensible question in a conversation of its own. Conversations run concurrently (a thread
 pool per model, paced by its adaptive limiter); every call goes through the durable response cache at
 ``<cache_dir>/responses.sqlite`` (outside DVC's outs), so a rerun after a crash pays only for what is missing.
 ``$EGOEVAL_CACHE_DIR`` overrides the cache folder; ``EGOEVAL_CACHE_ONLY=1`` replays cached answers only
 (a miss is recorded as an error, nothing is sent: the audit re-derives results this way).
 A baseline skips the settings it cannot do. Output: data/egonormia/responses.parquet, one row per
-(id, setting, model, subtask). The stage writes nothing and fails when more than ``max_failure_rate`` of the
-answers failed; the cached successes make the rerun cheap.
+(id, setting, model, subtask), with its protocol. The stage writes nothing and fails when more than
+``max_failure_rate`` of the answers failed; the cached successes make the rerun cheap.
 """
 
 from __future__ import annotations

@@ -5,12 +5,19 @@ id × setting × model × subtask). Outputs:
 
 - data/egonormia/predictions.parquet: one row per item × (setting, model) pair seen in the responses (a pair
   misses no item: an absent response is a call failure "no response recorded"), sorted by setting, model, id;
-  columns id, setting, model, action, justification (stored index, -1 when unusable), sensible (sorted
-  stored indices, empty when unusable) and action_error, justification_error, sensible_error ("" when fine,
-  "call failed: <error>" or "parse: <reason>").
+  columns id, setting, model, protocol, action, justification (stored index, -1 when unusable), sensible
+  (sorted stored indices, empty when unusable) and action_error, justification_error, sensible_error ("" when
+  fine, "call failed: <error>" or "parse: <reason>").
+
+How answers are read depends on the protocol the responses were asked under (their ``protocol`` column):
+``egoeval`` reads ``Answer:`` lines (``egoeval.egonormia.answers``); ``official`` reads as the official code does
+(``egoeval.egonormia.official``: the last integer, the last bracketed list) and couples action and
+justification: when either is invalid, both are wrong. Under ``official`` a refusal or an empty completion is an
+invalid answer (the official code gets ``None`` and records it as invalid), not a failed call.
 - data/egonormia/predictions_eval.json: the same predictions in the official eval-JSON layout, model key
   ``<setting>/<model>``. The official scorer then gives exactly our stage's numbers: every clip carries
-  every model key (same denominator n), -1 never equals a correct index (an unusable answer is wrong),
+  every model key (same denominator n; under ``official`` an item whose action or justification call failed is
+  left out of that model key, the official denominators), -1 never equals a correct index (an unusable answer is wrong),
   and ``"sensible": {}`` (which it counts as 0) stands for an unusable sensible answer and for an empty
   answer to an empty gold set, where our IoU is 0 too and the script itself would divide by zero.
 """
@@ -26,10 +33,12 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from egoeval.egonormia import official
 from egoeval.egonormia.answers import ParseFailure, parse_multi, parse_single
 from egoeval.egonormia.artifacts import (
     EVAL_JSON,
     ITEMS,
+    NOT_SENT,
     PREDICTION_COLUMNS,
     PREDICTION_SCHEMA,
     PREDICTIONS,
@@ -39,12 +48,12 @@ from egoeval.egonormia.artifacts import (
     read_table,
     require_columns,
 )
-from egoeval.egonormia.scoring import CALL_FAILED, PARSE_FAILED
+from egoeval.egonormia.scoring import CALL_FAILED, PARSE_FAILED, official_excluded
 from egoeval.io import InputError, write_json, write_parquet
 from egoeval.stage import run_stage
 
 ITEM_COLUMNS = ("id", "behaviors", "justifications", "correct_idx", "sensible_idx")
-PARSED_COLUMNS = ("id", "setting", "model", "subtask", "permutation", "response", "error")
+PARSED_COLUMNS = ("id", "setting", "model", "protocol", "subtask", "permutation", "response", "error")
 NO_RESPONSE = CALL_FAILED + "no response recorded"
 
 
@@ -65,6 +74,11 @@ def parse_responses(
         for item in items.itertuples(index=False)
     }
     keys = responses[["id", "setting", "model", "subtask"]].astype(str)
+    protocols = responses.groupby(["setting", "model"])["protocol"].unique()
+    mixed = [f"{setting}/{model}" for (setting, model), seen in protocols.items() if len(seen) != 1]
+    if mixed:
+        raise InputError(responses_path, f"{mixed[0]} mixes protocols {sorted(protocols[mixed[0]])}")
+    protocol_of = {pair: str(seen[0]) for pair, seen in protocols.items()}
     duplicated = keys.duplicated()
     if duplicated.any():
         raise InputError(
@@ -92,12 +106,18 @@ def parse_responses(
         perm = [] if permutation is None else [int(p) for p in permutation]
         if sorted(perm) != list(range(len(shown))):
             raise InputError(responses_path, f"permutation {perm} does not reorder {len(shown)} options", row=row)
-        value, reason = _read(key.subtask, response, error, perm, shown)
+        if protocol_of[(key.setting, key.model)] == "official":
+            value, reason = _read_official(key.subtask, response, error)
+        else:
+            value, reason = _read(key.subtask, response, error, perm, shown)
         cell = grid[(key.id, key.setting, key.model)]
         cell[key.subtask], cell[f"{key.subtask}_error"] = value, reason
-    records = [
-        {"id": clip, "setting": setting, "model": model, **cell} for (clip, setting, model), cell in grid.items()
-    ]
+    records = []
+    for (clip, setting, model), cell in grid.items():
+        protocol = protocol_of[(setting, model)]
+        if protocol == "official":
+            _couple(cell)
+        records.append({"id": clip, "setting": setting, "model": model, "protocol": protocol, **cell})
     table = pd.DataFrame.from_records(records, columns=list(PREDICTION_COLUMNS))
     table = table.astype({"action": "int64", "justification": "int64"})
     return table.sort_values(["setting", "model", "id"], ignore_index=True)
@@ -126,6 +146,40 @@ def _read(subtask: str, response: Any, error: Any, perm: list[int], shown: list[
         return unusable, PARSE_FAILED + failure.reason
 
 
+def _read_official(subtask: str, response: Any, error: Any) -> tuple[Any, str]:
+    """(stored index or indices, failure reason) for one response, read as the official code reads it."""
+    unusable = [] if subtask == "sensible" else -1
+    if isinstance(error, str) and error:
+        if error.startswith(NOT_SENT + "the action answer is invalid"):
+            return unusable, PARSE_FAILED + "not asked: the action answer is invalid"
+        if official.no_content(error):
+            return unusable, PARSE_FAILED + f"official: no content ({error})"
+        return unusable, CALL_FAILED + error
+    text = response if isinstance(response, str) else None
+    if subtask != "sensible":
+        choice = official.extract_single(text)
+        if choice is None:
+            return -1, PARSE_FAILED + "official: the last integer is not 1-5"
+        return choice, ""
+    try:
+        chosen = official.extract_multi(text)
+    except official.OfficialError as failure:
+        return [], CALL_FAILED + f"official: {failure}"
+    if chosen is None:
+        return [], PARSE_FAILED + "official: no readable [...] list"
+    return sorted(set(chosen)), ""
+
+
+def _couple(cell: dict[str, Any]) -> None:
+    """The official coupling: an unusable action or justification makes both wrong."""
+    reasons = (cell["action_error"], cell["justification_error"])
+    if any(reasons):
+        cell["action"], cell["justification"] = -1, -1
+        for subtask, other in (("action", "justification"), ("justification", "action")):
+            if not cell[f"{subtask}_error"]:
+                cell[f"{subtask}_error"] = PARSE_FAILED + f"official coupling: the {other} answer is unusable"
+
+
 def eval_json(items: pd.DataFrame, predictions: pd.DataFrame) -> dict[str, dict[str, Any]]:
     """The predictions in the official eval-JSON layout (see the module docstring for what ``{}`` means)."""
     gold = {
@@ -133,7 +187,10 @@ def eval_json(items: pd.DataFrame, predictions: pd.DataFrame) -> dict[str, dict[
         for item in items.itertuples(index=False)
     }
     layout: dict[str, dict[str, Any]] = {clip: {} for clip in sorted(gold)}
-    for row in predictions.itertuples(index=False):
+    excluded = official_excluded(predictions).to_numpy()
+    for row, left_out in zip(predictions.itertuples(index=False), excluded, strict=True):
+        if left_out:
+            continue
         correct, sensible_gold = gold[row.id]
         sensible = [int(i) for i in row.sensible]
         usable = row.sensible_error == "" and bool(sensible or sensible_gold)

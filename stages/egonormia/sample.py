@@ -43,7 +43,8 @@ import numpy as np
 from tqdm import tqdm
 
 from egoeval.egonormia.schema import read_official_json, source_files
-from egoeval.io import InputError, load_params, write_manifest
+from egoeval.io import InputError, write_manifest
+from egoeval.settings import load_settings
 from egoeval.stage import run_stage
 
 SAMPLE_DIR = Path("data/egonormia/sample")
@@ -392,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
             names = write_sample_manifest()
             print(f"wrote {MANIFEST} ({len(names)} files)", file=sys.stderr)
         else:
-            written = render_sample(CLIPS_FILE, VIDEOS_DIR, load_params("egonormia.sample"))
+            written = render_sample(CLIPS_FILE, VIDEOS_DIR, load_settings().egonormia.sample.model_dump())
             print(f"rendered {len(written)} videos into {VIDEOS_DIR}", file=sys.stderr)
 
     return run_stage(body)

@@ -1,8 +1,11 @@
 """Stage egonormia_score: predictions -> metrics/egonormia.json and plots/egonormia/categories.csv.
 
-metrics/egonormia.json: ``{setting: {model: {action, justification, both, sensible_iou (percent), n, coverage,
-parse_failure_rate, call_failure_rate (shares 0-1), ci95: {metric: [low, high]}, verified: {the same for the
-verified split; metrics null when it has no items}}}}``. plots/egonormia/categories.csv: action accuracy
+metrics/egonormia.json: ``{setting: {model: {protocol, excluded, action, justification, both, sensible_iou
+(percent), n, coverage, parse_failure_rate, call_failure_rate (shares 0-1), ci95: {metric: [low, high]},
+verified: {the same for the verified split; metrics null when it has no items}}}}``. ``protocol`` is the one the
+answers were asked under; under ``official`` an item whose action or justification call failed is left out of n
+(the official denominators) and counted in ``excluded``; under ``egoeval`` every item stays in n.
+plots/egonormia/categories.csv: action accuracy
 (percent) per setting, model and norm category of the correct option. The math lives in
 egoeval.egonormia.scoring; every (setting, model) pair must cover every item (the parse stage sees to it).
 """
@@ -27,7 +30,7 @@ from egoeval.egonormia.artifacts import (
     read_table,
     require_columns,
 )
-from egoeval.egonormia.scoring import Outcomes, category_accuracy, outcomes, summarize
+from egoeval.egonormia.scoring import Outcomes, category_accuracy, official_excluded, outcomes, summarize
 from egoeval.io import InputError, atomic_write_text, write_json
 from egoeval.settings import load_settings
 from egoeval.stage import run_stage
@@ -61,12 +64,20 @@ def score(
         if len(group) != len(ids) or set(group["id"].astype(str)) != set(ids):
             raise InputError(predictions_path, f"{setting}/{model} does not cover exactly the {len(ids)} items")
         group = group.set_index(group["id"].astype(str)).loc[ids]
+        protocols = sorted(set(group["protocol"].astype(str)))
+        if len(protocols) != 1:
+            raise InputError(predictions_path, f"{setting}/{model} mixes protocols {protocols}")
+        kept = ~official_excluded(group).to_numpy()
         result = outcomes(group["action"], group["justification"], list(group["sensible"]), correct, gold_sets)
         errors = {subtask: group[f"{subtask}_error"].tolist() for subtask in SUBTASKS}
-        entry = summarize(result, errors, **sample)
-        entry["verified"] = summarize(_subset(result, verified), _subset_errors(errors, verified), **sample)
+        result, errors = _subset(result, kept), _subset_errors(errors, kept)
+        entry = {"protocol": protocols[0], "excluded": int((~kept).sum())}
+        entry |= summarize(result, errors, **sample)
+        in_verified = verified[kept]
+        entry["verified"] = summarize(_subset(result, in_verified), _subset_errors(errors, in_verified), **sample)
         metrics.setdefault(str(setting), {})[str(model)] = entry
-        for category, n, accuracy in category_accuracy(result.action, categories):
+        kept_categories = [c for c, keep in zip(categories, kept, strict=True) if keep]
+        for category, n, accuracy in category_accuracy(result.action, kept_categories):
             category_rows.append((setting, model, category, n, accuracy))
     table = pd.DataFrame(category_rows, columns=CATEGORY_COLUMNS)
     return metrics, table.sort_values(["setting", "model", "category"], ignore_index=True)

@@ -1,0 +1,73 @@
+"""Tracking quality against the wearer's head speed: IDF1 and ID switches of the frames in each speed bin.
+
+The head's angular speed at a frame is the angle of the relative rotation between the previous frame's camera and
+this one's (from the 4 x 4 world-to-camera extrinsics), in degrees per frame. Each bin's frames are scored as their
+own set (every sequence cut to those frames), so a bin's IDF1 says how well identities held where the head moved
+that fast, and its IDSW counts the switches among those frames.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from egoeval.metrics import score_protocol
+
+EDGES = (0.0, 0.5, 1.0, 2.0, 4.0, float("inf"))  # degrees per frame
+COLUMNS = ["run", "speed", "frames", "IDF1", "IDSW"]
+
+
+def head_speeds(images: pd.DataFrame) -> dict[str, dict[int, float]]:
+    """Per sequence, frame -> degrees turned since the previous frame (frames after a gap or without a pose: none)."""
+    speeds: dict[str, dict[int, float]] = {}
+    for sequence, rows in images.sort_values(["sequence", "frame"]).groupby("sequence", sort=True):
+        frames = rows["frame"].to_numpy(np.int64)
+        poses = [
+            None if e is None else np.asarray(e, dtype=np.float64).reshape(4, 4)[:3, :3] for e in rows["extrinsics"]
+        ]
+        found = {}
+        for k in range(1, len(frames)):
+            if frames[k] - frames[k - 1] != 1 or poses[k] is None or poses[k - 1] is None:
+                continue
+            cosine = (np.trace(poses[k] @ poses[k - 1].T) - 1) / 2
+            found[int(frames[k])] = float(np.degrees(np.arccos(np.clip(cosine, -1.0, 1.0))))
+        speeds[str(sequence)] = found
+    return speeds
+
+
+def _label(low: float, high: float) -> str:
+    return f"{low:g}+ deg/frame" if high == float("inf") else f"{low:g}-{high:g} deg/frame"
+
+
+def head_speed_table(
+    gt: dict[str, pd.DataFrame],
+    runs: dict[str, dict[str, pd.DataFrame]],
+    speeds: dict[str, dict[int, float]],
+    protocol: str,
+    iou_threshold: float,
+) -> pd.DataFrame:
+    """One row per run and speed bin that holds ground truth: frames in the bin, IDF1 and IDSW of those frames."""
+    rows: list[dict[str, Any]] = []
+    for low, high in itertools.pairwise(EDGES):
+        chosen = {seq: {f for f, speed in found.items() if low <= speed < high} for seq, found in speeds.items()}
+        kept = {seq: gt[seq][gt[seq]["frame"].isin(frames)] for seq, frames in chosen.items() if seq in gt and frames}
+        kept = {seq: table for seq, table in kept.items() if len(table)}
+        if not kept:
+            continue
+        count = sum(len(chosen[seq]) for seq in kept)
+        for run, pred in sorted(runs.items()):
+            cut = {seq: pred[seq][pred[seq]["frame"].isin(chosen[seq])] for seq in kept}
+            combined = score_protocol(kept, cut, protocol, iou_threshold=iou_threshold)["COMBINED"]
+            rows.append(
+                {
+                    "run": run,
+                    "speed": _label(low, high),
+                    "frames": count,
+                    "IDF1": combined["IDF1"],
+                    "IDSW": combined["IDSW"],
+                }
+            )
+    return pd.DataFrame(rows, columns=COLUMNS)

@@ -1,0 +1,81 @@
+"""``source: huggingface``: the EgoNormia dataset repository at a pinned commit, downloaded file by file.
+
+What the official evaluation reads: ``final_data.json`` (the 1,853 items; the repository's
+``train-norm-updated.parquet`` is a subset of about 1.74k rows and is not fetched) and, for the selected clips
+only, ``video/<id>/video_prev.mp4`` and ``video/<id>/frame_all_prev.jpg``. The verified split is not on the hub;
+it ships with the project (``egoeval.egonormia.schema.SHIPPED_SPLIT``). A media file the repository does not
+have (404) is left out and becomes that clip's recorded failure later. Files land in
+``.egoeval-cache/huggingface/<repo>/<sha>/`` in the repository's own layout.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from egoeval.egonormia.schema import DATASETS, PREV_STRIP, PREV_VIDEO, read_folder, select_split
+from egoeval.io import PARAMS_FILE, InputError
+
+HF_DIR = Path(".egoeval-cache/huggingface")
+DOWNLOAD_THREADS = 8
+_SHA_RE = re.compile(r"[0-9a-f]{40}")
+
+
+def pinned_revision(revision: object) -> str:
+    """The revision if it is a commit sha (40 hex digits, not the all-zero placeholder); else InputError."""
+    text = str(revision).lower()
+    if not _SHA_RE.fullmatch(text) or set(text) == {"0"}:
+        raise InputError(
+            PARAMS_FILE,
+            f"egonormia.fetch.hf_revision must pin a commit: 40 hex digits, not a branch, tag or placeholder; "
+            f"got {revision!r}",
+        )
+    return text
+
+
+def _download(repo_id: str, revision: str, name: str, local_dir: Path, endpoint: str | None) -> bool:
+    """One file into ``local_dir``; False when the repository has no such file."""
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import RemoteEntryNotFoundError
+
+    try:
+        hf_hub_download(repo_id, name, repo_type="dataset", revision=revision, local_dir=local_dir, endpoint=endpoint)
+    except RemoteEntryNotFoundError:  # 404 from the hub; offline mode still raises
+        return False
+    return True
+
+
+def download_hf(
+    params: dict[str, Any], notes: Counter, root: Path = HF_DIR, endpoint: str | None = None
+) -> tuple[Path, Path, pd.DataFrame]:
+    """(folder, media folder, selected items) after downloading ``final_data.json`` and the selected media.
+
+    ``params`` is ``egonormia.fetch``; ``endpoint`` overrides the hub address (default: ``HF_ENDPOINT`` or
+    huggingface.co).
+    """
+    revision = pinned_revision(params["hf_revision"])
+    dataset = params.get("dataset", "egonormia")
+    if dataset != "egonormia":
+        raise InputError(
+            PARAMS_FILE,
+            f"egonormia.fetch.dataset {dataset!r} is not in the Hugging Face repository; its items are in the official "
+            "GitHub folder src/final_dataset: use source local",
+        )
+    repo_id = str(params["hf_repo"])
+    local_dir = root / repo_id / revision
+    if not _download(repo_id, revision, DATASETS[dataset], local_dir, endpoint):
+        raise InputError(PARAMS_FILE, f"{repo_id}@{revision} has no {DATASETS[dataset]}")
+    items = select_split(read_folder(local_dir, dataset, notes), params["split"], local_dir)
+    names = [f"video/{clip_id}/{name}" for clip_id in items["id"] for name in (PREV_VIDEO, PREV_STRIP)]
+    with ThreadPoolExecutor(DOWNLOAD_THREADS) as pool:
+        found = list(pool.map(lambda name: _download(repo_id, revision, name, local_dir, endpoint), names))
+    missing = [name for name, ok in zip(names, found, strict=True) if not ok]
+    if missing:
+        print(f"fetch: {repo_id}@{revision}: {len(missing)} media files not in the repository", file=sys.stderr)
+    return local_dir, local_dir, items

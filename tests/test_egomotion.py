@@ -1,0 +1,126 @@
+"""The ego-motion tracker: camera models, the head-rotation warp, and its effect on the bundled sample and on
+head-turning sequences generated with other seeds."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import dvc, write_params
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from egoeval.egohumans.egomotion import CameraPose, FisheyeCamera, camera_motion
+from egoeval.egohumans.tracking import camera_poses, track_sequence
+from egoeval.io import InputError
+from egoeval.settings.egohumans import packaged_trackers
+
+MARGIN = 5.0  # IDF1 points the ego-motion tracker must gain over every image-plane tracker
+
+
+def rotation(yaw: float, pitch: float) -> np.ndarray:
+    cy, sy, cp, sp = np.cos(yaw), np.sin(yaw), np.cos(pitch), np.sin(pitch)
+    return np.array([[cy, 0, sy], [0, 1, 0], [-sy, 0, cy]]) @ np.array([[1, 0, 0], [0, cp, -sp], [0, sp, cp]])
+
+
+def intrinsics(distortion: list[float]) -> list[float]:
+    return [300.0, 320.0, 240.0, *distortion]
+
+
+distortions = st.lists(st.floats(-0.02, 0.02), min_size=12, max_size=12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(distortions, st.floats(-0.6, 0.6), st.floats(-0.6, 0.6))
+def test_aria_fisheye_unprojects_what_it_projects(distortion: list[float], a: float, b: float) -> None:
+    camera = FisheyeCamera.from_intrinsics(intrinsics(distortion))
+    ray = np.array([[a, b, 1.0]])
+    back = camera.unproject(camera.project(ray))
+    assert np.allclose(back, ray, atol=1e-6)
+
+
+def test_pinhole_and_fisheye_differ_off_centre_and_agree_at_it() -> None:
+    pinhole = FisheyeCamera.from_intrinsics(intrinsics([0.0] * 12), "pinhole")
+    fisheye = FisheyeCamera.from_intrinsics(intrinsics([0.0] * 12), "aria_fisheye")
+    rays = np.array([[0.0, 0.0, 1.0], [0.5, 0.0, 1.0]])
+    assert np.allclose(pinhole.project(rays), [[320, 240], [470, 240]])
+    assert np.allclose(fisheye.project(rays)[0], [320, 240])
+    assert np.isclose(fisheye.project(rays)[1, 0], 320 + 300 * np.arctan(0.5))  # equidistant: r = f * theta
+
+
+@pytest.mark.parametrize("model", ["pinhole", "aria_fisheye"])
+def test_the_warp_moves_a_world_point_with_the_head(model: str) -> None:
+    distortion = [0.0] * 12 if model == "pinhole" else [0.01, -0.003, 0.0, 0.0, 0.0, 0.0, 1e-4, -2e-4, 0, 0, 0, 0]
+    before = CameraPose.from_calibration(intrinsics(distortion), np.eye(4).ravel(), model)
+    turned = np.eye(4)
+    turned[:3, :3] = rotation(0.2, -0.05)
+    after = CameraPose.from_calibration(intrinsics(distortion), turned.ravel(), model)
+    points = np.array([[1.0, 0.5, 6.0], [-2.0, -0.3, 8.0], [0.2, 1.0, 4.0]])  # world = first camera's frame
+    seen_before = before.camera.project(points)
+    seen_after = after.camera.project(points @ turned[:3, :3].T)
+    assert np.allclose(camera_motion(before, after)(seen_before), seen_after, atol=1e-6)
+
+
+@pytest.mark.bad_input
+def test_bad_calibration_is_named() -> None:
+    with pytest.raises(ValueError, match="15 finite intrinsics"):
+        FisheyeCamera.from_intrinsics([300.0, 1.0])
+    with pytest.raises(ValueError, match="the 12 distortion coefficients must be 0"):
+        FisheyeCamera.from_intrinsics(intrinsics([0.1] + [0.0] * 11), "pinhole")
+    with pytest.raises(ValueError, match="not a rotation"):
+        CameraPose.from_calibration(intrinsics([0.0] * 12), (2 * np.eye(4)).ravel(), "pinhole")
+    images = pd.DataFrame({"sequence": ["s"], "frame": [1], "extrinsics": [np.eye(4).ravel()]})
+    with pytest.raises(InputError, match="camera_model"):
+        camera_poses(images, Path("images.parquet"))
+
+
+def combined(metrics: dict, run: str) -> dict:
+    return metrics[run]["COMBINED"]
+
+
+def assert_egomotion_wins(metrics: dict, modes: list[str]) -> None:
+    for mode in modes:
+        ours = combined(metrics, f"egomotion-{mode}")
+        for other in ("bytetrack", "botsort"):
+            theirs = combined(metrics, f"{other}-{mode}")
+            assert ours["IDF1"] >= theirs["IDF1"] + MARGIN, (mode, other, ours["IDF1"], theirs["IDF1"])
+            assert ours["IDSW"] < theirs["IDSW"], (mode, other, ours["IDSW"], theirs["IDSW"])
+
+
+@pytest.mark.slow
+def test_the_egomotion_tracker_beats_image_plane_trackers_on_the_sample(reproduced: Path) -> None:
+    assert_egomotion_wins(json.loads((reproduced / "metrics/egohumans.json").read_text()), ["gt", "file"])
+
+
+@pytest.mark.slow
+def test_with_identity_extrinsics_it_is_bytetrack(reproduced: Path) -> None:
+    """The compensation is the cause: without head rotation the tracker's output is ByteTrack's, box for box."""
+    fetched = reproduced / "data/egohumans/fetched"
+    images = pd.read_parquet(fetched / "images.parquet")
+    still = images.assign(extrinsics=[np.eye(4).ravel()] * len(images))
+    detections = pd.read_parquet(reproduced / "data/egohumans/detections/file.parquet")
+    sequences = json.loads((fetched / "sequences.json").read_text())["sequences"]
+    ego = packaged_trackers()["egomotion"]
+    changed = 0
+    for seq in sequences:
+        rows = detections[detections["sequence"] == seq["name"]]
+        byte = track_sequence("bytetrack", packaged_trackers()["bytetrack"], rows, seq["length"])
+        turned = track_sequence("ego", ego, rows, seq["length"], cameras=camera_poses(images, fetched)[seq["name"]])
+        held = track_sequence("ego", ego, rows, seq["length"], cameras=camera_poses(still, fetched)[seq["name"]])
+        pd.testing.assert_frame_equal(held, byte)
+        changed += not turned.equals(byte)
+    assert changed == len(sequences)  # and with the real head rotation every sequence tracks differently
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [11, 23])
+def test_on_head_turning_sequences_it_has_not_seen(reproduced: Path, tmp_path: Path, seed: int) -> None:
+    root = Path(shutil.copytree(reproduced, tmp_path / "ws", symlinks=True))
+    write_params(root, {"egohumans": {"sample": {"seed": seed, "sequences": 2}, "detect": {"modes": ["gt", "file"]}}})
+    run = dvc(root, "repro", "egohumans_score")
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert_egomotion_wins(json.loads((root / "metrics/egohumans.json").read_text()), ["gt", "file"])

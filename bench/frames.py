@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 
 from bench import OUT, save
+from egoeval.egonormia.frames import extract_frames
 from egoeval.video import write_h264
-from stages.egonormia.frames import extract_frames
 
 CLIPS, SECONDS, FPS, WIDTH, HEIGHT = 4, 10, 30, 1920, 1080
 REPEATS = 3

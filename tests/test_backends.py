@@ -368,15 +368,11 @@ def test_calls_run_concurrently_up_to_the_limit(tmp_path: Path) -> None:
         client = ModelClient.from_spec(spec(server, concurrency=concurrency), cache)
         from concurrent.futures import ThreadPoolExecutor
 
-        start = time.monotonic()
         with ThreadPoolExecutor(concurrency) as pool:
             done = list(pool.map(client.complete, [chat(f"question {i}") for i in range(n)]))
-        elapsed = time.monotonic() - start
         client.close()
-    bound = n * latency / concurrency
     assert all(d.error == "" for d in done)
-    assert elapsed < 2 * bound, f"{elapsed:.3f}s for {n} calls, bound {bound:.3f}s"
-    assert server.peak_in_flight <= concurrency
+    assert server.peak_in_flight == concurrency  # every slot was used at once, and never more (speed: bench/)
 
 
 def test_overload_makes_the_client_back_off(tmp_path: Path) -> None:

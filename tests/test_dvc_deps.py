@@ -85,6 +85,11 @@ def test_the_library_never_imports_orchestration_or_stages(module: str) -> None:
     assert not [path for path in reached if path.startswith(("flows/", "stages/"))], module
 
 
+@pytest.mark.parametrize("module", _modules("flows") + _modules("bench"))
+def test_flows_and_benchmarks_use_the_library_not_the_stages(module: str) -> None:
+    assert not [path for path in code_files(REPO, module) if path.startswith("stages/")], module
+
+
 @pytest.mark.parametrize("module", [m for m in _modules("stages") if m.count(".") == 2])
 def test_no_stage_imports_another_stage(module: str) -> None:
     own = module.replace(".", "/") + ".py"

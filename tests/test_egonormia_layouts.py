@@ -25,11 +25,11 @@ import pandas as pd
 import pytest
 from conftest import write_test_video
 
+from egoeval.egonormia.frames import extract_frames
 from egoeval.egonormia.hub import download_hf
 from egoeval.egonormia.schema import SHIPPED_SPLIT, verified_ids
 from egoeval.io import InputError, sha256_file
 from stages.egonormia.fetch import fetch, write_folder_manifest
-from stages.egonormia.frames import extract_frames
 
 REPO = Path(__file__).resolve().parents[1]
 OOD_ROBOT = REPO / "tests" / "data" / "egonormia" / "ood_robot.json"

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from egoeval.egonormia.frames import extract_frames
 from egoeval.io import InputError
 from egoeval.video import decode_all_frames, read_sampled_frames, sample_indices
-from stages.egonormia.frames import extract_frames
 
 PARAMS = {"source": "video", "fps": 1, "frame_height": 48, "max_width": 4096, "jpeg_quality": 90, "workers": 1}
 

@@ -14,7 +14,7 @@ from conftest import dvc, write_params
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from egoeval.egohumans.egomotion import CameraPose, FisheyeCamera, camera_motion
+from egoeval.egohumans.egomotion import CameraModel, CameraPose, camera_motion
 from egoeval.egohumans.tracking import camera_poses, track_sequence
 from egoeval.io import InputError
 from egoeval.settings.egohumans import packaged_trackers
@@ -37,15 +37,15 @@ distortions = st.lists(st.floats(-0.02, 0.02), min_size=12, max_size=12)
 @settings(max_examples=60, deadline=None)
 @given(distortions, st.floats(-0.6, 0.6), st.floats(-0.6, 0.6))
 def test_aria_fisheye_unprojects_what_it_projects(distortion: list[float], a: float, b: float) -> None:
-    camera = FisheyeCamera.from_intrinsics(intrinsics(distortion))
+    camera = CameraModel.from_intrinsics(intrinsics(distortion))
     ray = np.array([[a, b, 1.0]])
     back = camera.unproject(camera.project(ray))
     assert np.allclose(back, ray, atol=1e-6)
 
 
 def test_pinhole_and_fisheye_differ_off_centre_and_agree_at_it() -> None:
-    pinhole = FisheyeCamera.from_intrinsics(intrinsics([0.0] * 12), "pinhole")
-    fisheye = FisheyeCamera.from_intrinsics(intrinsics([0.0] * 12), "aria_fisheye")
+    pinhole = CameraModel.from_intrinsics(intrinsics([0.0] * 12), "pinhole")
+    fisheye = CameraModel.from_intrinsics(intrinsics([0.0] * 12), "aria_fisheye")
     rays = np.array([[0.0, 0.0, 1.0], [0.5, 0.0, 1.0]])
     assert np.allclose(pinhole.project(rays), [[320, 240], [470, 240]])
     assert np.allclose(fisheye.project(rays)[0], [320, 240])
@@ -68,9 +68,9 @@ def test_the_warp_moves_a_world_point_with_the_head(model: str) -> None:
 @pytest.mark.bad_input
 def test_bad_calibration_is_named() -> None:
     with pytest.raises(ValueError, match="15 finite intrinsics"):
-        FisheyeCamera.from_intrinsics([300.0, 1.0])
+        CameraModel.from_intrinsics([300.0, 1.0])
     with pytest.raises(ValueError, match="the 12 distortion coefficients must be 0"):
-        FisheyeCamera.from_intrinsics(intrinsics([0.1] + [0.0] * 11), "pinhole")
+        CameraModel.from_intrinsics(intrinsics([0.1] + [0.0] * 11), "pinhole")
     with pytest.raises(ValueError, match="not a rotation"):
         CameraPose.from_calibration(intrinsics([0.0] * 12), (2 * np.eye(4)).ravel(), "pinhole")
     images = pd.DataFrame({"sequence": ["s"], "frame": [1], "extrinsics": [np.eye(4).ravel()]})

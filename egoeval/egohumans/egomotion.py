@@ -27,7 +27,7 @@ CAMERA_MODELS = ("aria_fisheye", "pinhole")
 
 
 @dataclass(frozen=True)
-class FisheyeCamera:
+class CameraModel:
     """Aria's FisheyeRadTanThinPrism camera model, or a pinhole (pixels <-> rays in the camera frame, OpenCV axes)."""
 
     focal: float
@@ -38,7 +38,7 @@ class FisheyeCamera:
     pinhole: bool = False  # f, cx, cy only: x/z, y/z scaled by f
 
     @classmethod
-    def from_intrinsics(cls, values: Any, model: str = "aria_fisheye") -> FisheyeCamera:
+    def from_intrinsics(cls, values: Any, model: str = "aria_fisheye") -> CameraModel:
         v = np.asarray(values, dtype=np.float64)
         if v.shape != (15,) or not np.isfinite(v).all() or v[0] <= 0:
             raise ValueError(f"expected 15 finite intrinsics with a positive focal length, got {v.tolist()}")
@@ -105,7 +105,7 @@ def _numeric_jacobian(fn: Any, points: np.ndarray, step: float = 1e-6) -> np.nda
 class CameraPose:
     """One frame's camera: its model and world-to-camera rotation."""
 
-    camera: FisheyeCamera
+    camera: CameraModel
     rotation: np.ndarray  # (3, 3) world -> camera
 
     @classmethod
@@ -116,7 +116,7 @@ class CameraPose:
         rotation = matrix.reshape(4, 4)[:3, :3]
         if not np.allclose(rotation @ rotation.T, np.eye(3), atol=1e-4):
             raise ValueError("the extrinsics' 3 x 3 block is not a rotation")
-        return cls(FisheyeCamera.from_intrinsics(intrinsics, model), rotation)
+        return cls(CameraModel.from_intrinsics(intrinsics, model), rotation)
 
 
 def camera_motion(before: CameraPose, after: CameraPose) -> Any:

@@ -16,6 +16,7 @@ from conftest import tool_env
 
 from egoeval.audit import Findings, compare_eval_json, compare_tracks, main, read_report
 from egoeval.io import InputError
+from egoeval.pipeline import pinned_output
 
 RUN = "bytetrack-file"  # a tracking run of the bundled sample
 BENCHMARKS = ("egonormia", "egohumans")
@@ -94,6 +95,9 @@ def test_changed_params_inputs_and_missing_answers_are_named(reproduced: Path, t
     lost = responses[(responses["setting"] == "pipeline") & (responses["subtask"] == "sensible")].iloc[3]
     with sqlite3.connect(root / ".egoeval-cache/responses.sqlite") as db:
         assert db.execute("DELETE FROM responses WHERE key = ?", (lost.request_key,)).rowcount == 1
+    # and the pinned responses are not in the DVC cache either (never pulled): that answer exists nowhere
+    md5 = pinned_output(root, "data/egonormia/responses.parquet")
+    (root / ".dvc/cache/files/md5" / md5[:2] / md5[2:]).unlink()
 
     result = audit(root, "metrics/egonormia.json")
     out = result.stdout

@@ -13,7 +13,7 @@ import pytest
 from conftest import dvc
 
 KEY = "egohumans.track.config.bytetrack.match_thresh"
-IDF1 = "metrics/egohumans.json:bytetrack-gt.COMBINED.IDF1"
+IDF1 = "bytetrack-gt.COMBINED.IDF1"
 
 
 @pytest.mark.slow
@@ -39,12 +39,12 @@ def test_a_two_point_sweep_with_dvc_exp(reproduced: Path, tmp_path: Path) -> Non
     shown = dvc(root, "exp", "show", "--csv", "--no-pager")
     assert shown.returncode == 0, shown.stderr
     rows = list(csv.DictReader(io.StringIO(shown.stdout)))
-    swept = {row[f"params.yaml:{KEY}"]: row for row in rows if row["Experiment"]}
+    swept = {row[KEY]: row for row in rows if row["Experiment"]}
     assert sorted(swept) == ["0.5", "0.95"], rows
     for column in (
         IDF1,
-        "metrics/egohumans.json:bytetrack-gt.COMBINED.MOTA",
-        "metrics/egohumans.json:egomotion-gt.COMBINED.HOTA",
+        "bytetrack-gt.COMBINED.MOTA",
+        "egomotion-gt.COMBINED.HOTA",
     ):
         assert all(row[column] for row in swept.values()), column
     assert swept["0.5"][IDF1] != swept["0.95"][IDF1]  # the threshold reached the tracker

@@ -108,7 +108,8 @@ def test_changed_params_inputs_and_missing_answers_are_named(reproduced: Path, t
     # the re-derivation checked the pinned items out of DVC's cache, and replayed every cached answer but one
     assert f"{lost.id} pipeline/{lost.model} sensible: pinned" in out
     assert "(missing item: the answer is not in the response cache)" in out
-    assert "re-derived output data/egonormia/responses.parquet: modified since dvc.lock" in out
+    assert "note  model answers: " in out and "0 more from pinned outputs" in out
+    assert "re-derived output data/egonormia/responses.parquet: not in cache since dvc.lock" in out
     reported = json.loads((reproduced / "metrics/egonormia.json").read_text())["pipeline"][lost.model]
     assert f"pipeline/{lost.model}/coverage: reported {float(reported['coverage'])}" in out
 

@@ -48,13 +48,13 @@ def test_second_repro_runs_nothing(reproduced: Path) -> None:
     assert run.returncode == 0 and ran_stages(run.stdout) == []
 
 
-def test_a_scoring_param_reruns_only_the_scoring_stage(workspace: Path) -> None:
+def test_a_scoring_param_reruns_only_the_scoring_stage_and_the_page(workspace: Path) -> None:
     params = yaml.safe_load((workspace / "params.yaml").read_text())
     params["egonormia"]["score"]["bootstrap_samples"] = 200
     (workspace / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     run = dvc(workspace, "repro")
     assert run.returncode == 0, run.stderr[-2000:]
-    assert ran_stages(run.stdout) == ["egonormia_score"]
+    assert ran_stages(run.stdout) == ["egonormia_score", "report"]  # the report page shows the new intervals
     metrics = yaml.safe_load((workspace / "dvc.lock").read_text())["stages"]["egonormia_score"]["params"]
     assert metrics["params.yaml"]["egonormia.score"]["bootstrap_samples"] == 200
 

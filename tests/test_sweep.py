@@ -21,7 +21,7 @@ def test_a_two_point_sweep_with_dvc_exp(reproduced: Path, tmp_path: Path) -> Non
     root = Path(shutil.copytree(reproduced, tmp_path / "ws", symlinks=True))
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run([*git, "add", "-A"], cwd=root, check=True)
-    subprocess.run([*git, "commit", "-qm", "the reproduced sample"], cwd=root, check=True)
+    subprocess.run([*git, "commit", "-qm", "the reproduced sample", "--allow-empty"], cwd=root, check=True)
 
     queued = dvc(root, "exp", "run", "--queue", "-S", f"{KEY}=0.5,0.95")
     assert queued.returncode == 0, queued.stdout + queued.stderr

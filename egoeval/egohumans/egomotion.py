@@ -77,9 +77,8 @@ class CameraModel:
         xr = target.copy()
         for _ in range(NEWTON_STEPS if self.tangential.any() or self.thin_prism.any() else 0):
             # tangential and thin prism: xr such that distort(xr) = target
-            residual = target - self._distort(xr)
-            jacobian = _numeric_jacobian(self._distort, xr)
-            xr = xr + np.linalg.solve(jacobian, residual[..., None])[..., 0]
+            distorted, jacobian = _value_and_jacobian(self._distort, xr, 1e-6)
+            xr = xr + np.linalg.solve(jacobian, (target - distorted)[..., None])[..., 0]
         wanted = np.linalg.norm(xr, axis=1)
         theta = wanted.copy()
         for _ in range(NEWTON_STEPS):  # radial: theta such that theta * poly(theta^2) = |xr|
@@ -91,14 +90,12 @@ class CameraModel:
         return np.column_stack([xr * scale[:, None], np.ones(len(xr))])
 
 
-def _numeric_jacobian(fn: Any, points: np.ndarray, step: float = 1e-6) -> np.ndarray:
-    """(N, 2, 2) Jacobians of a (N, 2) -> (N, 2) map by central differences."""
-    columns = []
-    for axis in range(2):
-        delta = np.zeros(2)
-        delta[axis] = step
-        columns.append((fn(points + delta) - fn(points - delta)) / (2 * step))
-    return np.stack(columns, axis=-1)
+def _value_and_jacobian(fn: Any, points: np.ndarray, step: float) -> tuple[np.ndarray, np.ndarray]:
+    """A (N, 2) -> (N, 2) map at ``points`` and its (N, 2, 2) Jacobians by central differences, in one call of it."""
+    offsets = np.array([[0, 0], [step, 0], [-step, 0], [0, step], [0, -step]])
+    moved = fn((points[None, :, :] + offsets[:, None, :]).reshape(-1, 2)).reshape(5, len(points), 2)
+    columns = [(moved[1] - moved[2]) / (2 * step), (moved[3] - moved[4]) / (2 * step)]
+    return moved[0], np.stack(columns, axis=-1)
 
 
 @dataclass(frozen=True)
@@ -138,11 +135,8 @@ def warp_tracks(tracks: list[Any], warp: Any) -> None:
     if not tracks:
         return
     centres = np.array([track.mean[:2] for track in tracks], dtype=np.float64)
-    step = 0.5  # pixels: the Jacobian by central differences, every point in one call of the map
-    offsets = np.array([[0, 0], [step, 0], [-step, 0], [0, step], [0, -step]])
-    moved = warp((centres[None, :, :] + offsets[:, None, :]).reshape(-1, 2)).reshape(5, len(tracks), 2)
-    jacobians = np.stack([(moved[1] - moved[2]) / (2 * step), (moved[3] - moved[4]) / (2 * step)], axis=-1)
-    for track, centre, jacobian in zip(tracks, moved[0], jacobians, strict=True):
+    moved, jacobians = _value_and_jacobian(warp, centres, 0.5)  # half a pixel either way
+    for track, centre, jacobian in zip(tracks, moved, jacobians, strict=True):
         if not np.isfinite(jacobian).all():
             continue
         transform = np.eye(8)

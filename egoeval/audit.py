@@ -35,6 +35,7 @@ import pandas as pd
 import yaml
 
 from egoeval.cache import CACHE_DIR_ENV, CACHE_FILE, CACHE_ONLY_ENV, ResponseCache, cache_file
+from egoeval.egohumans.artifacts import GT_DIR
 from egoeval.egonormia.artifacts import DESCRIPTIONS, EVAL_JSON, RESPONSES
 from egoeval.io import InputError, flatten_dotted
 from egoeval.pipeline import (
@@ -52,7 +53,6 @@ from egoeval.stage import command_env
 
 CACHE_MISS = "not in the response cache"
 PREDICTIONS = "data/egonormia/predictions.parquet"
-GT_DIR = "data/egohumans/fetched/gt"
 SUBTASKS = ("action", "justification", "sensible")
 MAX_LISTED = 20
 

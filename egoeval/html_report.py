@@ -29,6 +29,10 @@ import pandas as pd
 from PIL import Image
 
 from egoeval.charts import PALETTE, grouped_bars, interval_chart
+from egoeval.egohumans.artifacts import GT_DIR as EGOHUMANS_GT
+from egoeval.egohumans.artifacts import IMAGES as EGOHUMANS_IMAGES
+from egoeval.egohumans.artifacts import METRICS_FILE as EGOHUMANS_METRICS
+from egoeval.egohumans.artifacts import TRACKS as EGOHUMANS_TRACKS
 from egoeval.egohumans.disagreement import Disagreement, match_frame, most_disputed
 from egoeval.egohumans.published import PublishedTable, read_published
 from egoeval.egonormia.artifacts import (
@@ -56,10 +60,6 @@ OUT = Path("reports/index.html")
 METRICS = ("both", "action", "justification", "sensible_iou")  # EgoNormia, in the leaderboard's order
 METRIC_NAMES = {"both": "both", "action": "action", "justification": "justification", "sensible_iou": "sensible IoU"}
 # EgoHumans artifacts (written by stages/egohumans/fetch.py, track.py and score.py)
-EGOHUMANS_METRICS = Path("metrics/egohumans.json")
-EGOHUMANS_IMAGES = Path("data/egohumans/fetched/images.parquet")
-EGOHUMANS_GT = Path("data/egohumans/fetched/gt")
-EGOHUMANS_TRACKS = Path("data/egohumans/tracks")
 TRACKING_METRICS = ("IDF1", "MOTA", "HOTA")
 LETTERS = "ABCDE"
 

@@ -30,6 +30,7 @@ from prefect.client.orchestration import get_client
 from prefect_dask import DaskTaskRunner
 
 from egoeval.egohumans import detection
+from egoeval.egohumans.artifacts import FETCHED
 from egoeval.egohumans.formats import DETECTION_COLUMNS, empty_detections, sort_detections
 from egoeval.egonormia import inference
 from egoeval.egonormia.artifacts import RESPONSES
@@ -130,7 +131,7 @@ def detect_flow(root: str = ".", shards: int = 0, arch_only: bool = False) -> st
     """The egohumans_detect stage in yolo mode, sharded by batch: writes data/egohumans/detections/yolo.parquet."""
     base = Path(root).resolve()
     params = load_settings(base / "params.yaml").egohumans.detect.model_dump()
-    images = detection.read_images(base / detection.FETCHED)
+    images = detection.read_images(base / FETCHED)
     images["path"] = [p if Path(p).is_absolute() else str(base / p) for p in images["path"]]
     shards = shards or flow_settings(base).dask_workers
     batch = int(params["yolo_batch"])
@@ -160,7 +161,7 @@ def _detect_form(root: str, mode: str) -> str:
     if mode != "yolo":
         out = Path(root) / detection.OUT_DIR / f"{mode}.parquet"
         params = load_settings(Path(root) / "params.yaml").egohumans.detect.model_dump()
-        detection.detect(mode, Path(root) / detection.FETCHED, out, params)
+        detection.detect(mode, Path(root) / FETCHED, out, params)
         return str(out)
     return detect_flow.with_options(task_runner=task_runner(root))(root=root)
 

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from egoeval.egohumans.artifacts import DETECTIONS
 from egoeval.egohumans.formats import (
     DETECTION_COLUMNS,
     DETECTION_MODES,
@@ -32,8 +33,7 @@ from egoeval.egohumans.formats import (
 from egoeval.io import PARAMS_FILE, InputError, write_parquet
 from egoeval.mot import read_mot
 
-FETCHED = Path("data/egohumans/fetched")
-OUT_DIR = Path("data/egohumans/detections")
+OUT_DIR = DETECTIONS
 ARCH_ONLY = "arch-only"
 PERSON = 0  # COCO class id of "person"
 

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from egoeval.egohumans.artifacts import FETCHED
 from egoeval.egohumans.formats import (
     DETECTION_COLUMNS,
     calibration_path,
@@ -53,7 +54,7 @@ from egoeval.io import (
 )
 from egoeval.mot import write_mot
 
-OUT_DIR = Path("data/egohumans/fetched")
+OUT_DIR = FETCHED
 
 
 def annotation_name(params: dict[str, Any]) -> str:

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import argparse
 
-from egoeval.egohumans.detection import FETCHED, OUT_DIR, detect
+from egoeval.egohumans.artifacts import FETCHED
+from egoeval.egohumans.detection import OUT_DIR, detect
 from egoeval.egohumans.formats import DETECTION_MODES
 from egoeval.settings import load_settings
 from egoeval.stage import run_stage

@@ -34,11 +34,12 @@ import cv2
 import numpy as np
 from tqdm import tqdm
 
+from egoeval.egohumans.artifacts import SAMPLE
 from egoeval.io import atomic_write_bytes, atomic_write_text, replaced_dir, write_json, write_manifest
 from egoeval.settings import load_settings
 from egoeval.stage import run_stage
 
-OUT_DIR = Path("data/egohumans/sample")
+OUT_DIR = SAMPLE
 HFOV_DEG = 80.0
 JPEG_QUALITY = 85
 ARENA_X = (-7.0, 7.0)  # metres, world x (right)

@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from egoeval.egohumans.artifacts import GT_DIR, HEAD_SPEED_PLOT, IMAGES, METRICS_FILE, SEQUENCES_PLOT, TRACKS
 from egoeval.egohumans.head_speed import head_speed_table, head_speeds
 from egoeval.io import InputError, atomic_write_text, write_json
 from egoeval.metrics import score_protocol
@@ -27,13 +28,8 @@ from egoeval.mot import read_mot, read_mot_folder
 from egoeval.settings import load_settings
 from egoeval.stage import run_stage
 
-GT_DIR = Path("data/egohumans/fetched/gt")
-TRACKS_DIR = Path("data/egohumans/tracks")
-METRICS = Path("metrics/egohumans.json")
-PLOT = Path("plots/egohumans/sequences.csv")
+TRACKS_DIR, METRICS, PLOT = TRACKS, METRICS_FILE, SEQUENCES_PLOT
 PLOT_COLUMNS = ["IDF1", "MOTA", "HOTA"]
-HEAD_SPEED_PLOT = Path("plots/egohumans/head_speed.csv")
-IMAGES = Path("data/egohumans/fetched/images.parquet")
 
 
 def score(

@@ -8,16 +8,14 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
+from egoeval.egohumans.artifacts import DETECTIONS, FETCHED, TRACKS
 from egoeval.egohumans.formats import DETECTION_MODES
 from egoeval.egohumans.tracking import track
 from egoeval.settings import load_settings
 from egoeval.stage import run_stage
 
-FETCHED = Path("data/egohumans/fetched")
-DETECTIONS = Path("data/egohumans/detections")
-OUT_DIR = Path("data/egohumans/tracks")
+OUT_DIR = TRACKS
 
 
 def main(argv: list[str] | None = None) -> int:

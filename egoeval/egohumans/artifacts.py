@@ -1,0 +1,18 @@
+"""The EgoHumans artifact contract: where every stage writes, so stages, the audit and the report share one list.
+
+Table schemas and checked readers live beside the formats they read (egoeval.egohumans.formats, egoeval.mot).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+SAMPLE = Path("data/egohumans/sample")  # the bundled sample, laid out as the official download
+FETCHED = Path("data/egohumans/fetched")  # fetch: sequences.json, images.parquet, gt/<seq>.txt, detections_*.parquet
+GT_DIR = FETCHED / "gt"
+IMAGES = FETCHED / "images.parquet"
+DETECTIONS = Path("data/egohumans/detections")  # detect: <mode>.parquet
+TRACKS = Path("data/egohumans/tracks")  # track: <tracker>-<mode>/<seq>.txt
+METRICS_FILE = Path("metrics/egohumans.json")
+SEQUENCES_PLOT = Path("plots/egohumans/sequences.csv")
+HEAD_SPEED_PLOT = Path("plots/egohumans/head_speed.csv")

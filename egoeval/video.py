@@ -42,8 +42,12 @@ def _frame_index(pts: int, start: int, time_base: float, fps: float) -> int:
     return round((pts - start) * time_base * fps)
 
 
-def read_sampled_frames(path: str | Path, fps: float) -> SampledFrames:
-    """Decode only what sampling ``fps`` frames per second needs; raise InputError on a bad video."""
+def read_sampled_frames(path: str | Path, fps: float, height: int | None = None) -> SampledFrames:
+    """Decode only what sampling ``fps`` frames per second needs; raise InputError on a bad video.
+
+    With ``height``, each sampled frame is scaled to that height as soon as it is decoded (as ``frame_strip`` would
+    scale it), so full-resolution copies are never kept.
+    """
     import av  # imported here: PyAV loads FFmpeg's libraries
 
     path = Path(path)
@@ -85,7 +89,7 @@ def read_sampled_frames(path: str | Path, fps: float) -> SampledFrames:
                         continue
                     index = _frame_index(frame.pts, start, time_base, video_fps)
                     if index in wanted and index not in found:
-                        found[index] = frame.to_ndarray(format="rgb24")
+                        found[index] = _scaled(frame.to_ndarray(format="rgb24"), height)
                 if len(found) == len(wanted):
                     break
         except Exception as error:
@@ -94,6 +98,14 @@ def read_sampled_frames(path: str | Path, fps: float) -> SampledFrames:
     if missing:
         raise InputError(path, f"cannot decode frames {missing} (truncated or damaged video?)")
     return SampledFrames(np.stack([found[i] for i in indices]), times, indices, video_fps, video_frames)
+
+
+def _scaled(frame: np.ndarray, height: int | None) -> np.ndarray:
+    """``frame`` at ``height`` px high, aspect kept (INTER_AREA); unchanged without a height."""
+    if height is None or frame.shape[0] == height:
+        return frame
+    width = max(1, round(frame.shape[1] * height / frame.shape[0]))
+    return cv2.resize(frame, (width, height), interpolation=cv2.INTER_AREA)
 
 
 def decode_all_frames(path: str | Path) -> np.ndarray:
@@ -109,11 +121,7 @@ def frame_strip(frames: np.ndarray, height: int, max_width: int) -> np.ndarray:
 
     Only when the strip would be wider than ``max_width`` is it scaled down as a whole (aspect kept).
     """
-    scaled = []
-    for frame in frames:
-        width = max(1, round(frame.shape[1] * height / frame.shape[0]))
-        scaled.append(cv2.resize(frame, (width, height), interpolation=cv2.INTER_AREA))
-    strip = np.concatenate(scaled, axis=1)
+    strip = np.concatenate([_scaled(frame, height) for frame in frames], axis=1)
     if strip.shape[1] > max_width:
         new_height = max(1, round(strip.shape[0] * max_width / strip.shape[1]))
         strip = cv2.resize(strip, (max_width, new_height), interpolation=cv2.INTER_AREA)

@@ -41,7 +41,7 @@ def _from_video(clip_id: str, video: str, fetched_dir: Path, out_dir: Path, para
     try:
         if not video:
             raise InputError(f"{fetched_dir}/items.parquet", "clip has no context video (video_prev.mp4)", row=clip_id)
-        sampled = read_sampled_frames(fetched_dir / video, float(params["fps"]))
+        sampled = read_sampled_frames(fetched_dir / video, float(params["fps"]), int(params["frame_height"]))
         strip = frame_strip(sampled.frames, int(params["frame_height"]), int(params["max_width"]))
         image = f"{clip_id}.jpg"
         atomic_write_bytes(out_dir / image, encode_jpeg(strip, int(params["jpeg_quality"])))
@@ -84,6 +84,8 @@ def extract_frames(items: pd.DataFrame, fetched_dir: Path, out_dir: Path, params
         if workers == 1 or len(clips) < 2:
             rows = [_from_video(*a) for a in tqdm(args, **bar)]
         else:
+            import av  # noqa: F401  (FFmpeg's libraries loaded once, here: the forked workers inherit them)
+
             with ProcessPoolExecutor(workers) as pool:
                 rows = list(tqdm(pool.map(_from_video, *zip(*args, strict=True)), **bar))
     index = pd.DataFrame(rows, columns=INDEX_COLUMNS)

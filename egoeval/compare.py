@@ -1,9 +1,10 @@
 """``egoeval compare METRICS_JSON``: reported numbers beside the published ones, for either benchmark.
 
 The benchmark is the one dvc.yaml declares for that metrics file (``meta.benchmark``), else the file's stem; each
-benchmark's half lives with its code (``compare_report(metrics, params, **options) -> str``). EgoNormia takes two
-options: ``--dataset`` (default ``egonormia.fetch.dataset``) and ``--map OURS=PUBLISHED`` (beside
-``published_as`` in params.yaml).
+benchmark's half lives with its code (``compare_report(metrics, params, **options) -> str``). EgoNormia takes four
+options: ``--dataset`` (default ``egonormia.fetch.dataset``), ``--split`` (the published split, default
+``egonormia.fetch.split``, the one the metrics were run on), ``--table`` (a bundled table other than the primary one)
+and ``--map OURS=PUBLISHED`` (beside ``published_as`` in params.yaml).
 """
 
 from __future__ import annotations
@@ -38,11 +39,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("metrics", type=Path, help="a metrics file, e.g. metrics/egohumans.json")
     parser.add_argument("--params", type=Path, default=PARAMS_FILE, help="params.yaml (default: ./params.yaml)")
     parser.add_argument("--dataset", help="EgoNormia: egonormia or ood_robot (default: egonormia.fetch.dataset)")
+    parser.add_argument("--split", choices=["full", "verified"], help="EgoNormia: default egonormia.fetch.split")
+    parser.add_argument("--table", help="EgoNormia: a bundled table by name (default: the primary one)")
     parser.add_argument("--map", action="append", default=[], metavar="OURS=PUBLISHED", help="EgoNormia: a name map")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     options: dict[str, object] = {}
-    if args.dataset:
-        options["dataset"] = args.dataset
+    for key in ("dataset", "split", "table"):
+        if getattr(args, key):
+            options[key] = getattr(args, key)
     if args.map:
         if any("=" not in item for item in args.map):
             parser.error("--map takes OURS=PUBLISHED")
@@ -62,7 +66,9 @@ def main(argv: list[str] | None = None) -> int:
         except ModuleNotFoundError:
             raise InputError(args.metrics, f"no published numbers for {benchmark} yet") from None
         if options and benchmark != "egonormia":
-            raise InputError(args.metrics, f"--dataset and --map are EgoNormia options, not {benchmark}'s")
+            raise InputError(
+                args.metrics, f"--dataset, --split, --table and --map are EgoNormia options, not {benchmark}'s"
+            )
         print(handler.compare_report(metrics, load_settings(args.params).model_dump(), **options))
     except InputError as err:
         print(f"egoeval compare: {err}", file=sys.stderr)

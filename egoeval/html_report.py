@@ -5,7 +5,8 @@ SVG backend, ``egoeval.charts``), images as ``data:`` URIs. No network is needed
 byte-identical for identical inputs.
 
 - EgoNormia: the leaderboard per setting with 95% bootstrap intervals (metrics/egonormia.json) and published figures
-  of the evaluated dataset (``egonormia.fetch.dataset``) where bundled (egoeval/egonormia/data/published.json),
+  of the evaluated dataset and split (``egonormia.fetch.dataset``, ``egonormia.fetch.split``; the primary table
+  of egoeval/egonormia/data/published.json) where bundled,
   action accuracy per norm category (plots/egonormia/categories.csv), and a browsable set of clips (``report.clips``,
   those most models get wrong first) with the frames image, the options, the gold answers and each model's replies
   and parsed choices.
@@ -50,7 +51,7 @@ from egoeval.egonormia.artifacts import (
     read_table,
     require_columns,
 )
-from egoeval.egonormia.published import load_published
+from egoeval.egonormia.published import load_published, select_table, source_of
 from egoeval.io import InputError, atomic_write_text, read_json
 from egoeval.mot import read_mot, read_mot_folder
 from egoeval.settings import load_settings
@@ -99,10 +100,11 @@ def _metric_cell(entry: dict[str, Any], metric: str) -> str:
     return shown
 
 
-def leaderboard(metrics: dict[str, Any], published: dict[str, Any], dataset: str) -> str:
-    """Per setting: our models ranked by ``both`` with 95% intervals, then the published figures of ``dataset`` (from
-    ``published``, laid out as egoeval/egonormia/data/published.json); one chart of both."""
-    bundled = published.get("datasets", {}).get(dataset) or {}
+def leaderboard(metrics: dict[str, Any], published: dict[str, Any], dataset: str, split: str = "full") -> str:
+    """Per setting: our models ranked by ``both`` with 95% intervals, then the published figures of ``dataset`` and
+    ``split`` (the primary table of ``published``, laid out as egoeval/egonormia/data/published.json); one chart of
+    both."""
+    bundled = select_table(published, dataset, split) or {}
     figures_by_setting = bundled.get("figures") or {}
     metrics = {  # {setting: {model: entry}}; any other key (a recorded protocol, say) is not a result
         setting: {model: entry for model, entry in models.items() if isinstance(entry, dict)}
@@ -139,7 +141,7 @@ def leaderboard(metrics: dict[str, Any], published: dict[str, Any], dataset: str
                     "",
                     f'{esc(model)} <span class="tag">published · {esc(dataset)}</span>',
                     *(f"<i>{fmt(figures.get(m))}</i>" for m in METRICS),
-                    esc(figures.get("n", "")),
+                    esc("" if figures.get("n") is None else figures["n"]),
                     "",
                     "",
                     "",
@@ -157,12 +159,15 @@ def leaderboard(metrics: dict[str, Any], published: dict[str, Any], dataset: str
         ]
         parts.append(f"<h3>{esc(setting)}</h3>{table(header, rows, 'leaderboard')}")
     if figures_by_setting:
-        note = f"Published figures (italic) of dataset {esc(dataset)}: {esc(bundled.get('source', ''))}."
-    else:
-        elsewhere = sorted(name for name, other in published.get("datasets", {}).items() if other.get("figures"))
         note = (
-            f"No published figures of dataset {esc(dataset)} are bundled (figures for: "
-            f"{esc(', '.join(elsewhere) or 'none')}). {esc(bundled.get('source', ''))}"
+            f"Published figures (italic) of dataset {esc(dataset)}, {esc(split)} split, {esc(bundled['as'])}: "
+            f"{esc(source_of(bundled))}."
+        )
+    else:
+        elsewhere = sorted({f"{t['dataset']}/{t['split']}" for t in published.get("tables", []) if t.get("primary")})
+        note = (
+            f"No published figures of dataset {esc(dataset)}, {esc(split)} split are bundled (figures for: "
+            f"{esc(', '.join(elsewhere) or 'none')})."
         )
     note = f'<p class="note">{note} (<code>egoeval/egonormia/data/published.json</code>)</p>'
     rows_frame = pd.DataFrame(chart_rows, columns=["setting", "model", "metric", "value", "low", "high"])
@@ -557,7 +562,7 @@ def build_page(root: Path, settings: Any) -> str:
     egohumans = read_json(root / EGOHUMANS_METRICS)
     runs = _runs(egohumans, settings.egohumans.track.trackers, settings.egohumans.detect.modes)
     sections = [
-        leaderboard(egonormia, load_published(), settings.egonormia.fetch.dataset),
+        leaderboard(egonormia, load_published(), settings.egonormia.fetch.dataset, settings.egonormia.fetch.split),
         category_section(categories),
         clips_section(root, report.clips),
         tracking_section(

@@ -128,16 +128,28 @@ def entry(action: float, both: float) -> dict[str, object]:
 def test_the_leaderboard_ranks_by_both_with_intervals_and_shows_published_figures_apart() -> None:
     metrics = {"video": {"weak": entry(30.0, 10.0), "strong": entry(20.0, 15.0), "protocol": "official"}}
     figures = {"action": 45.5, "justification": 18.2, "both": 9.1, "sensible_iou": 25.0, "n": 11}
-    published = {"datasets": {"ood_robot": {"source": "a results file", "figures": {"video": {"gpt-4o": figures}}}}}
+    table = {
+        "dataset": "ood_robot",
+        "split": "full",
+        "as": "eval",
+        "primary": True,
+        "figures": {"video": {"gpt-4o": figures}},
+    }
+    table |= {"repository": "o/r", "commit": "c0ffee", "path": "a results file", "licence": "MIT", "sha256": "ab"}
+    published = {"tables": [table]}
     page = leaderboard(metrics, published, "ood_robot")
     rows = re.findall(r"<tr>(.*?)</tr>", page.split("<tbody>")[1])
     assert rows[0].startswith("<td>1</td><td>strong</td>")  # ranked by both: 15 before 10
     assert "[10.0, 20.0]" in rows[0] and "weak" in rows[1]
     assert "gpt-4o" in rows[2] and "published · ood_robot" in rows[2] and "<i>45.5</i>" in rows[2]
-    assert "protocol" not in page and "ood_robot: a results file" in page
-    published["datasets"]["egonormia"] = {"source": "not bundled: add them", "figures": {}}
+    assert "protocol" not in page and "ood_robot, full split, eval: o/r a results file at commit c0ffee" in page
     missing = leaderboard(metrics, published, "egonormia")
-    assert "No published figures of dataset egonormia are bundled (figures for: ood_robot). not bundled" in missing
+    assert "No published figures of dataset egonormia, full split are bundled (figures for: ood_robot/full)" in missing
+    assert "No published figures of dataset ood_robot, verified split" in leaderboard(
+        metrics, published, "ood_robot", "verified"
+    )
+    table["figures"]["video"]["gpt-4o"]["n"] = None  # a source that gives no n shows none
+    assert "<td>None</td>" not in leaderboard(metrics, published, "ood_robot")
 
 
 def report(root: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -1,11 +1,25 @@
 """Published EgoNormia figures (``data/published.json``) and ours beside them (``egoeval compare``).
 
-The figures are data with their source: per dataset (``egonormia``, ``ood_robot``), setting and published model
-name, the official scorer's action, justification, both and sensible IoU (percent) and n, computed from an
-official results file in the eval-JSON layout (``*_eval.json``: a model key ``blind_<name>`` is the blind
-setting, ``desc_<name>`` the description (pipeline) setting, any other the video setting).
-``python -m egoeval.egonormia.published EVAL_JSON --dataset NAME --source TEXT`` adds or replaces a dataset's
-figures from such a file.
+The figures are data with their source: a list of tables, each one dataset (``egonormia``, ``ood_robot``), one split
+(``full``, ``verified``) and one source (``as``: ``leaderboard``, ``paper-table-1``, ...), with the repository,
+commit, path, licence and sha256 of the file it was extracted from, and per setting and published model name the
+action, justification, both and sensible IoU (percent) and n (null where the source gives none). One table per
+dataset and split is ``primary``: the one ``egoeval compare`` and the report show unless told otherwise.
+
+Tables are extracted from the pinned source file, never typed in, by format:
+
+- ``leaderboard-tsx``: the authors' leaderboard page (osw-website ``components/egonormia/leaderboard/index.tsx``),
+  its ``rawData = {blind: [...], pipeline: [...], video: [...], video_verified: [...]}`` entries read as the page
+  reads them: blind, pipeline and video (less any ``-V`` model) are the Full Dataset tab, ``video_verified`` (and
+  the video ``-V`` models, suffix dropped) the Verified tab; the rank medals before a model name are dropped.
+- ``paper-table-mdx``: the paper-era Table 1 of the blog article (an HTML table in MDX: Category | Model | Both |
+  Action | Justification | Sensibility of Action); the Baseline row (Constant Choice) is filed under blind and the
+  Human row under video, as the leaderboard files them.
+- ``eval-json``: an official results file (``*_eval.json``) scored with the official scorer (a model key
+  ``blind_<name>`` is the blind setting, ``desc_<name>`` the pipeline setting, any other the video setting).
+
+``python -m egoeval.egonormia.published FILE --format F --dataset D --as NAME --repository R --commit C --path P
+--licence L [--primary] [--note TEXT]`` adds or replaces the tables that file yields.
 
 ``egonormia.model.published_as`` (and the same key on a baseline) maps our model names to published ones; each
 mapped figure is printed beside ours with the difference and whether it lies inside our bootstrap interval.
@@ -16,6 +30,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,7 +41,12 @@ from egoeval.reported import Difference, Metric
 
 PUBLISHED_FILE = Path(__file__).parent / "data" / "published.json"
 METRICS = ("action", "justification", "both", "sensible_iou")
+SPLITS = ("full", "verified")
+FORMATS = ("leaderboard-tsx", "paper-table-mdx", "eval-json")
+PROVENANCE = ("repository", "commit", "path", "licence")
 _PREFIXES = (("blind_", "blind"), ("desc_", "pipeline"))
+
+Figures = dict[str, dict[str, dict[str, float | int | None]]]  # {setting: {model: {metric: value, n}}}
 
 
 def setting_of(model_key: str) -> tuple[str, str]:
@@ -37,13 +57,128 @@ def setting_of(model_key: str) -> tuple[str, str]:
     return "video", model_key
 
 
-def figures_from_eval_json(data: Any) -> dict[str, dict[str, dict[str, float | int]]]:
+def figures_from_eval_json(data: Any) -> Figures:
     """``{setting: {model: {metric: value, n}}}`` by the official scorer from an eval JSON."""
-    figures: dict[str, dict[str, dict[str, float | int]]] = {}
+    figures: Figures = {}
     for key, scores in score_official(data).items():
         setting, model = setting_of(key)
         figures.setdefault(setting, {})[model] = scores
     return figures
+
+
+# ------------------------------------------------------------------ the leaderboard page (osw-website, TSX)
+
+_LEADERBOARD_GROUPS = {"blind": "blind", "pipeline": "pipeline", "video": "video", "video_verified": "video"}
+_LEADERBOARD_FIELDS = {"act": "action", "jus": "justification", "both": "both", "sens": "sensible_iou"}
+_MEDAL = re.compile(r"^[\U0001F947-\U0001F949]\s*")  # 🥇 🥈 🥉: the page's rank decoration, not the name
+_FIELD = re.compile(r'(\w+)\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?)\s*,?')
+
+
+def _line(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
+
+
+def figures_from_leaderboard(text: str, where: str | Path) -> dict[str, Figures]:
+    """``{split: figures}`` from the leaderboard page's ``rawData``; n is null (the page gives none)."""
+    start = re.search(r"const rawData\s*=\s*\{", text)
+    if not start:
+        raise InputError(where, "no `const rawData = {` in the leaderboard page")
+    end = re.compile(r"^\};", re.M).search(text, start.end())
+    if not end:
+        raise InputError(where, "rawData is not closed by a line `};`", row=_line(text, start.start()))
+    body_at, body = start.end(), text[start.end() : end.start()]
+    groups = list(re.finditer(r"^\s*(\w+)\s*:\s*\[(.*?)^\s*\],?\s*$", body, re.M | re.S))
+    if sorted(g[1] for g in groups) != sorted(_LEADERBOARD_GROUPS):
+        raise InputError(where, f"rawData groups {[g[1] for g in groups]}, expected {sorted(_LEADERBOARD_GROUPS)}")
+    result: dict[str, Figures] = {}
+    for group in groups:
+        for entry in re.finditer(r"\{(.*?)\}", group[2], re.S):
+            row = _line(text, body_at + group.start(2) + entry.start())
+            fields = {key: json.loads(value) for key, value in _FIELD.findall(entry[1])}
+            missing = sorted({"model", *_LEADERBOARD_FIELDS} - set(fields))
+            if missing:
+                raise InputError(where, f"{group[1]} entry lacks {missing}", row=row)
+            model = _MEDAL.sub("", str(fields["model"])).strip()
+            split = "verified" if group[1] == "video_verified" or (group[1] == "video" and "-V" in model) else "full"
+            model = model.replace("-V", "", 1) if group[1] == "video" and split == "verified" else model
+            setting = _LEADERBOARD_GROUPS[group[1]]
+            models = result.setdefault(split, {}).setdefault(setting, {})
+            if model in models:
+                raise InputError(where, f"{model!r} twice in the {split} {setting} figures", row=row)
+            values: dict[str, float | int | None] = {}
+            for key, metric in _LEADERBOARD_FIELDS.items():
+                if not isinstance(fields[key], int | float):
+                    raise InputError(where, f"{model!r}: {key} is not a number: {fields[key]!r}", row=row)
+                values[metric] = float(fields[key])
+            models[model] = values | {"n": None}
+    return result
+
+
+# ------------------------------------------------------------------ the paper-era Table 1 (blog article, MDX)
+
+_PAPER_HEADER = ["Category", "Model", "Both", "Action", "Justification", "Sensibility of Action"]
+_PAPER_CATEGORIES = {"Blind": "blind", "Pipeline": "pipeline", "Video": "video", "Baseline": "blind", "Human": "video"}
+_PAPER_METRICS = ("both", "action", "justification", "sensible_iou")  # the table's column order
+
+
+def _cells(row: str, tag: str) -> list[str]:
+    return [re.sub(r"<[^>]*>", "", cell).strip() for cell in re.findall(rf"<{tag}\b[^>]*>(.*?)</{tag}>", row, re.S)]
+
+
+def figures_from_paper_table(text: str, where: str | Path) -> dict[str, Figures]:
+    """``{"full": figures}`` from the article's Table 1 (the first table with the paper's header); n is null."""
+    for table in re.finditer(r"<table\b.*?</table>", text, re.S):
+        if _cells(table[0], "th") == _PAPER_HEADER:
+            break
+    else:
+        raise InputError(where, f"no table with the header {_PAPER_HEADER}")
+    figures: Figures = {}
+    category = None
+    for row in re.finditer(r"<tr\b[^>]*>(.*?)</tr>", table[0], re.S):
+        cells = _cells(row[1], "td")
+        line = _line(text, table.start() + row.start())
+        if not cells or len(cells) == 1 or "<th" in row[1]:  # the header, a group heading (colSpan) or a spacer
+            continue
+        if len(cells) == 6:
+            category, cells = cells[0], cells[1:]
+        if len(cells) != 5 or category not in _PAPER_CATEGORIES:
+            raise InputError(where, f"a Table 1 row of {len(cells)} cells, category {category!r}", row=line)
+        model, *numbers = cells
+        try:
+            values: dict[str, float | int | None] = {m: float(v) for m, v in zip(_PAPER_METRICS, numbers, strict=True)}
+        except ValueError:
+            raise InputError(where, f"{model!r}: not numbers: {numbers}", row=line) from None
+        models = figures.setdefault(_PAPER_CATEGORIES[category], {})
+        if model in models:
+            raise InputError(where, f"{model!r} twice under {category}", row=line)
+        models[model] = values | {"n": None}
+    return {"full": figures}
+
+
+def figures_from_file(raw: bytes, fmt: str, where: str | Path) -> dict[str, Figures]:
+    """``{split: figures}`` extracted from one source file of format ``fmt`` (see the module docstring)."""
+    try:
+        text = raw.decode("utf-8")
+        if fmt == "eval-json":
+            return {"full": figures_from_eval_json(json.loads(text))}
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise InputError(where, f"not a {fmt} file: {error}") from None
+    if fmt == "leaderboard-tsx":
+        return figures_from_leaderboard(text, where)
+    if fmt == "paper-table-mdx":
+        return figures_from_paper_table(text, where)
+    raise InputError(where, f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
+
+
+def tables_from_file(raw: bytes, where: str | Path, **meta: Any) -> list[dict[str, Any]]:
+    """The tables one source file yields, one per split: ``meta`` (dataset, as, format, primary, note and the
+    provenance keys) plus the file's sha256 and the figures."""
+    found = figures_from_file(raw, meta["format"], where)
+    sha = hashlib.sha256(raw).hexdigest()
+    return [meta | {"split": split, "sha256": sha, "figures": found[split]} for split in SPLITS if split in found]
+
+
+# ------------------------------------------------------------------ choosing a table
 
 
 def load_published(path: Path = PUBLISHED_FILE) -> dict[str, Any]:
@@ -53,33 +188,81 @@ def load_published(path: Path = PUBLISHED_FILE) -> dict[str, Any]:
         raise InputError(path, f"cannot read the published figures: {error}") from None
 
 
+def source_of(table: dict[str, Any]) -> str:
+    """One line naming where a table's figures come from."""
+    shown = (
+        f"{table['repository']} {table['path']} at commit {table['commit']} ({table['licence']}), "
+        f"sha256 {table['sha256']}"
+    )
+    return shown + (f"; {table['note']}" if table.get("note") else "")
+
+
+def select_table(published: dict[str, Any], dataset: str, split: str, name: str | None = None) -> dict | None:
+    """The table of ``dataset`` and ``split`` named ``name`` (``as``), by default the primary one; None if none."""
+    for table in published.get("tables", []):
+        named = table["as"] == name if name is not None else bool(table.get("primary"))
+        if table["dataset"] == dataset and table["split"] == split and named:
+            return table
+    return None
+
+
+def _ours(entry: dict[str, Any], split: str, run_split: str) -> tuple[dict[str, Any] | None, str]:
+    """Our figures of one model for ``split`` from a run over ``run_split``, and how they were taken."""
+    if split == run_split:
+        return entry, f"{run_split} run"
+    if split == "verified" and isinstance(entry.get("verified"), dict) and entry["verified"].get("n"):
+        return entry["verified"], "the verified items of the full run"
+    return None, f"the run used split {run_split}"
+
+
 def comparison_lines(
-    metrics: dict[str, Any], published: dict[str, Any], dataset: str, mapping: dict[str, str]
+    metrics: dict[str, Any],
+    published: dict[str, Any],
+    dataset: str,
+    mapping: dict[str, str],
+    split: str = "full",
+    run_split: str = "full",
+    name: str | None = None,
 ) -> list[str]:
-    """The report ``egoeval compare`` prints: every published figure of ``dataset``, ours beside the mapped ones."""
-    entry = published.get("datasets", {}).get(dataset)
-    if not entry or not entry.get("figures"):
-        have = sorted(k for k, v in published.get("datasets", {}).items() if v.get("figures"))
-        return [f"no published figures for dataset {dataset!r} bundled (figures for: {', '.join(have) or 'none'})"]
-    lines = [f"published: {dataset}: {entry['source']}"]
+    """The report ``egoeval compare`` prints: every figure of the chosen table, ours beside the mapped ones."""
+    table = select_table(published, dataset, split, name)
+    if table is None:
+        have = sorted({f"{t['dataset']}/{t['split']} ({t['as']})" for t in published.get("tables", [])})
+        wanted = f"dataset {dataset!r}, split {split!r}" + (f", table {name!r}" if name else "")
+        return [f"no published figures for {wanted} bundled (tables: {', '.join(have) or 'none'})"]
+    lines = [f"published: {dataset}, {split} split, {table['as']}: {source_of(table)}"]
     reverse: dict[str, list[str]] = {}
     for ours, theirs in sorted(mapping.items()):
         reverse.setdefault(theirs, []).append(ours)
-    for setting, models in sorted(entry["figures"].items()):
+    for setting, models in sorted(table["figures"].items()):
         for model, figures in sorted(models.items()):
             shown = ", ".join(f"{m} {figures[m]:.2f}" for m in METRICS)
-            lines.append(f"{setting}/{model}: {shown} (n {figures['n']})")
+            lines.append(f"{setting}/{model}: {shown}" + ("" if figures.get("n") is None else f" (n {figures['n']})"))
             for ours in reverse.get(model, []):
-                mine = metrics.get(setting, {}).get(ours)
+                entry = metrics.get(setting, {}).get(ours)
+                mine, how = _ours(entry, split, run_split) if isinstance(entry, dict) else (None, "")
                 if mine is None:
-                    lines.append(f"  ours {ours}: no {setting} result in the metrics file")
+                    why = f"no {setting} result in the metrics file" if not how else f"no {split} result: {how}"
+                    lines.append(f"  ours {ours}: {why}")
                     continue
-                lines.append(f"  ours {ours} (n {mine['n']}, protocol {mine.get('protocol', 'unrecorded')}):")
+                protocol = entry.get("protocol", "unrecorded")
+                lines.append(f"  ours {ours} ({how}, n {mine['n']}, protocol {protocol}):")
                 for metric in METRICS:
                     lines.append("    " + _beside(metric, mine, float(figures[metric])))
-    unmatched = sorted(set(mapping.values()) - {m for models in entry["figures"].values() for m in models})
-    for name in unmatched:
-        lines.append(f"note: published_as {name!r} is not among the published {dataset} models")
+    known = {m for models in table["figures"].values() for m in models}
+    for theirs in sorted(set(mapping.values()) - known):
+        lines.append(f"note: published_as {theirs!r} is not among the models of this table")
+    if not mapping:
+        ours = sorted({m for models in metrics.values() if isinstance(models, dict) for m in models})
+        lines.append(
+            f"note: none of our models is mapped to a published one (published_as in params.yaml or "
+            f"--map OURS=PUBLISHED); ours: {', '.join(ours) or 'none'}"
+        )
+    others = [t["as"] for t in published.get("tables", []) if (t["dataset"], t["split"]) == (dataset, split)]
+    if len(others) > 1:
+        lines.append(
+            f"also bundled for {dataset}/{split}: {', '.join(o for o in others if o != table['as'])} (--table)"
+        )
     return lines
 
 
@@ -97,14 +280,28 @@ def _beside(metric: str, mine: dict[str, Any], published: float) -> str:
 
 
 def compare_report(
-    metrics: dict[str, Any], params: dict[str, Any], dataset: str | None = None, mapping: dict[str, str] | None = None
+    metrics: dict[str, Any],
+    params: dict[str, Any],
+    dataset: str | None = None,
+    mapping: dict[str, str] | None = None,
+    split: str | None = None,
+    table: str | None = None,
 ) -> str:
-    """``egoeval compare``'s EgoNormia half: ``params`` is params.yaml whole; options override the dataset and add
-    name mappings to ``published_as``."""
+    """``egoeval compare``'s EgoNormia half: ``params`` is params.yaml whole (the metrics file does not record the
+    split it was run on: ``egonormia.fetch.split`` says it). Options override the dataset and the published split
+    (``verified`` on a full run compares the run's verified items), pick a bundled table other than the primary
+    one, and add name mappings to ``published_as``."""
     section = params.get("egonormia", {})
     names = mapping_from_params(section) | (mapping or {})
-    chosen = dataset or section.get("fetch", {}).get("dataset", "egonormia")
-    return "\n".join(comparison_lines(metrics, load_published(), chosen, names))
+    fetch = section.get("fetch", {})
+    chosen = dataset or fetch.get("dataset", "egonormia")
+    run_split = fetch.get("split", "full")
+    published = load_published()
+    if table and select_table(published, chosen, split or run_split, table) is None:
+        have = sorted({t["as"] for t in published.get("tables", []) if t["dataset"] == chosen})
+        raise InputError(PUBLISHED_FILE, f"no table {table!r} for {chosen}/{split or run_split} (tables: {have})")
+    lines = comparison_lines(metrics, published, chosen, names, split or run_split, run_split, table)
+    return "\n".join(lines)
 
 
 def mapping_from_params(params: dict[str, Any]) -> dict[str, str]:
@@ -114,21 +311,39 @@ def mapping_from_params(params: dict[str, Any]) -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Add or replace one dataset's published figures from an official eval JSON."""
+    """Add or replace the published tables one pinned source file yields."""
     parser = argparse.ArgumentParser(prog="python -m egoeval.egonormia.published", description=main.__doc__)
-    parser.add_argument("eval_json", type=Path)
+    parser.add_argument("file", type=Path, help="the source file, as fetched from the repository at the commit")
+    parser.add_argument("--format", required=True, choices=FORMATS)
     parser.add_argument("--dataset", required=True, choices=["egonormia", "ood_robot"])
-    parser.add_argument("--source", required=True, help="repository, commit and path of the eval JSON")
+    parser.add_argument("--as", dest="name", required=True, help="the table's name, e.g. leaderboard")
+    for key in PROVENANCE:
+        parser.add_argument(f"--{key}", required=True)
+    parser.add_argument("--note", default="", help="what the source is and how it was read")
+    parser.add_argument("--primary", action="store_true", help="the table compare and the report show by default")
     parser.add_argument("--out", type=Path, default=PUBLISHED_FILE)
     args = parser.parse_args(argv)
-    raw = args.eval_json.read_bytes()
-    published = load_published(args.out) if args.out.exists() else {"datasets": {}}
-    published["datasets"][args.dataset] = {
-        "source": f"{args.source}, sha256 {hashlib.sha256(raw).hexdigest()}, scored with the official scorer",
-        "figures": figures_from_eval_json(json.loads(raw)),
-    }
+    try:
+        raw = args.file.read_bytes()
+    except OSError as error:
+        print(f"{args.file}: {error}", file=sys.stderr)
+        return 2
+    meta = {key: getattr(args, key) for key in PROVENANCE}
+    meta |= {"dataset": args.dataset, "as": args.name, "format": args.format, "primary": args.primary}
+    try:
+        new = tables_from_file(raw, args.file, **meta, **({"note": args.note} if args.note else {}))
+    except InputError as error:
+        print(error, file=sys.stderr)
+        return 2
+    published = load_published(args.out) if args.out.exists() else {"tables": []}
+    replaced = {(t["dataset"], t["split"], t["as"]) for t in new}
+    kept = [t for t in published.get("tables", []) if (t["dataset"], t["split"], t["as"]) not in replaced]
+    if args.primary:  # one primary table per dataset and split
+        splits = {(t["dataset"], t["split"]) for t in new}
+        kept = [t | {"primary": False} if (t["dataset"], t["split"]) in splits else t for t in kept]
+    published["tables"] = sorted(kept + new, key=lambda t: (t["dataset"], t["split"], not t["primary"], t["as"]))
     write_json(args.out, published)
-    print(f"{args.out}: {args.dataset} figures from {args.eval_json}", file=sys.stderr)
+    print(f"{args.out}: {len(new)} table(s) from {args.file}", file=sys.stderr)
     return 0
 
 

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from egoeval.egohumans.formats import (
+    ROOT_COLUMNS,
     calibration_path,
     check_detections_known,
     load_pickle,
@@ -88,7 +89,8 @@ def test_detection_pickle_of_numpy_arrays_is_read(tmp_path: Path, protocol: int)
     path = tmp_path / "detections.pkl"
     path.write_bytes(pickle.dumps({"det_bboxes": boxes, "roots_3d": {}, "n": np.float64(2.0)}, protocol=protocol))
     df = read_detection_pickle(path, _images(list(boxes)))
-    assert df.to_dict("records") == [
+    assert df[ROOT_COLUMNS].isna().all().all()  # roots_3d {}: none known
+    assert df.drop(columns=ROOT_COLUMNS).to_dict("records") == [
         {"sequence": "seq", "frame": 1, "x": 10.0, "y": 20.0, "w": 30.0, "h": 60.0, "score": pytest.approx(0.9)},
         {"sequence": "seq", "frame": 1, "x": 0.0, "y": 0.0, "w": 5.5, "h": 7.25, "score": pytest.approx(0.3)},
         {"sequence": "seq", "frame": 3, "x": 1.0, "y": 2.0, "w": 2.0, "h": 2.0, "score": 0.5},

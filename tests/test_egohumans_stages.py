@@ -19,6 +19,7 @@ import yaml
 from egoeval.egohumans import fetching, tracking
 from egoeval.egohumans.formats import (
     DETECTION_COLUMNS,
+    ROOT_COLUMNS,
     read_det_txt,
     read_detection_pickle,
     read_detections_parquet,
@@ -30,7 +31,7 @@ from stages.egohumans import detect, fetch, sample, score, track
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL = {"sequences": 2, "frames": 150, "fps": 30, "width": 320, "height": 180, "people": 4, "seed": 3}
-RUNS = sorted(f"{t}-{m}" for t in ("botsort", "bytetrack", "egomotion") for m in ("file", "gt", "official"))
+RUNS = sorted(f"{t}-{m}" for t in ("botsort", "bytetrack", "egomotion", "world") for m in ("file", "gt", "official"))
 MODES = ["gt", "official", "file"]
 ANNOTATION = "benchmark/sample/all/coco_track/tracking_ego_rgb.json"
 OFFICIAL_PKL = "benchmark/sample/all/coco_track/detections_ego_rgb.pkl"
@@ -126,11 +127,9 @@ def test_sample_content(pipeline: Path) -> None:
     det_files = sorted(root.glob("detections/det/*.txt"))
     from_txt = pd.concat([read_det_txt(p, p.stem) for p in det_files], ignore_index=True)
     assert len(from_pickle) == len(from_txt) > 0
-    np.testing.assert_allclose(
-        from_pickle[["frame", "x", "y", "w", "h", "score"]].to_numpy(),
-        from_txt[["frame", "x", "y", "w", "h", "score"]].to_numpy(),
-        atol=2e-3,
-    )
+    columns = ["frame", "x", "y", "w", "h", "score", *ROOT_COLUMNS]  # the roots too: det.txt's world x, y, z
+    np.testing.assert_allclose(from_pickle[columns].to_numpy(), from_txt[columns].to_numpy(), atol=2e-3)
+    assert from_pickle[ROOT_COLUMNS].notna().all().all()
 
 
 # ----------------------------------------------------------------------------------------- fetch
@@ -227,8 +226,10 @@ def test_detect_gt_official_and_file(pipeline: Path) -> None:
     assert (gt["score"] == 1).all()
     fetched_gt = sum(len(read_mot(p, kind="gt")) for p in (pipeline / "data/egohumans/fetched/gt").glob("*.txt"))
     assert len(gt) == fetched_gt
-    # the released pickle holds the ground-truth boxes with score 1.0 (as the official conversion writes it)
+    # the released pickle holds the ground-truth boxes with score 1.0 (as the official conversion writes it) and
+    # their 3D roots, which the ground-truth boxes take from it
     pd.testing.assert_frame_equal(read_detections_parquet(detections / "official.parquet"), gt)
+    assert gt[ROOT_COLUMNS].notna().all().all()
     file = pd.read_parquet(detections / "file.parquet")
     pd.testing.assert_frame_equal(file, pd.read_parquet(pipeline / "data/egohumans/fetched/detections_file.parquet"))
 

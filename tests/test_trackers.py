@@ -38,10 +38,11 @@ def _walkers(frames: int = 30) -> pd.DataFrame:
 def test_registry_is_ultralytics_tracker_map() -> None:
     from ultralytics.trackers.track import TRACKER_MAP
 
-    assert sorted(packaged_trackers()) == sorted([*TRACKER_MAP, "egomotion"])  # and egoeval's own
+    assert sorted(packaged_trackers()) == sorted([*TRACKER_MAP, "egomotion", "world"])  # and egoeval's own
 
 
-@pytest.mark.parametrize("kind", sorted(set(packaged_trackers()) - {"egomotion"}))  # it needs cameras: test_egomotion
+# egoeval's own need cameras: tests/test_egomotion.py, tests/test_world_tracker.py
+@pytest.mark.parametrize("kind", sorted(set(packaged_trackers()) - {"egomotion", "world"}))
 def test_every_tracker_runs_from_params(kind: str) -> None:
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     params["egohumans"]["track"]["config"][f"my{kind}"] = _runnable(kind)

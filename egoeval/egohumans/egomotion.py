@@ -16,6 +16,7 @@ are ultralytics' ByteTrack, unchanged; the tracker's settings are ByteTrack's (`
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -100,10 +101,15 @@ def _value_and_jacobian(fn: Any, points: np.ndarray, step: float) -> tuple[np.nd
 
 @dataclass(frozen=True)
 class CameraPose:
-    """One frame's camera: its model and world-to-camera rotation."""
+    """One frame's camera: its model and world-to-camera rotation and translation."""
 
     camera: CameraModel
     rotation: np.ndarray  # (3, 3) world -> camera
+    translation: np.ndarray  # (3,) world -> camera: x_camera = rotation @ x_world + translation
+
+    def to_camera(self, points: np.ndarray) -> np.ndarray:
+        """(N, 3) world points -> (N, 3) camera coordinates (OpenCV axes, z ahead)."""
+        return points @ self.rotation.T + self.translation
 
     @classmethod
     def from_calibration(cls, intrinsics: Any, extrinsics: Any, model: str = "aria_fisheye") -> CameraPose:
@@ -113,7 +119,7 @@ class CameraPose:
         rotation = matrix.reshape(4, 4)[:3, :3]
         if not np.allclose(rotation @ rotation.T, np.eye(3), atol=1e-4):
             raise ValueError("the extrinsics' 3 x 3 block is not a rotation")
-        return cls(CameraModel.from_intrinsics(intrinsics, model), rotation)
+        return cls(CameraModel.from_intrinsics(intrinsics, model), rotation, matrix.reshape(4, 4)[:3, 3])
 
 
 def camera_motion(before: CameraPose, after: CameraPose) -> Any:
@@ -151,6 +157,12 @@ def warp_tracks(tracks: list[Any], warp: Any) -> None:
 
 def make_egomotion_tracker(settings: Any) -> Any:
     """ByteTrack with the ego-motion step; ``tracker.camera = CameraPose`` before each ``update``."""
+    return egomotion_tracker_class()(settings)
+
+
+@cache
+def egomotion_tracker_class() -> type:
+    """The tracker class (defined on first use: ultralytics is imported only when a tracker runs)."""
     from ultralytics.trackers.byte_tracker import BYTETracker
 
     class EgoMotionTracker(BYTETracker):
@@ -167,4 +179,4 @@ def make_egomotion_tracker(settings: Any) -> Any:
                     warp_tracks(unconfirmed, warp)
                 self._previous = self.camera  # a frame without a pose: the next pose is compared with the last one
 
-    return EgoMotionTracker(settings)
+    return EgoMotionTracker

@@ -34,7 +34,10 @@ import pandas as pd
 from egoeval.io import InputError, read_json
 
 GT_COLUMNS = ["frame", "id", "x", "y", "w", "h", "conf"]
-DETECTION_COLUMNS = ["sequence", "frame", "x", "y", "w", "h", "score"]
+# a person's 3D root (pelvis) in world coordinates, metres, where the detections carry one (the official pickle's
+# roots_3d, det.txt's x, y, z); NaN where unknown
+ROOT_COLUMNS = ["root_x", "root_y", "root_z"]
+DETECTION_COLUMNS = ["sequence", "frame", "x", "y", "w", "h", "score", *ROOT_COLUMNS]
 # ground-truth boxes, the released pickle (ground-truth boxes, score 1.0), detections the user brings, a YOLO model
 DETECTION_MODES = ("gt", "official", "file", "yolo")
 MODALITIES = ("ego_rgb", "ego_slam", "exo")
@@ -432,12 +435,20 @@ def read_aria_calibration(path: str | os.PathLike[str], camera: str) -> tuple[li
 
 
 def _validated_detections(df: pd.DataFrame, path: Path, row_of: Callable[[int], Any] | None = None) -> pd.DataFrame:
-    """Check NaN, negative sizes and frames < 1; name the offending row (``row_of(i)`` or the 0-based index)."""
+    """Check NaN, negative sizes, frames < 1 and half-given roots; name the offending row (``row_of(i)`` or the
+    0-based index). Root columns absent from ``df`` are NaN."""
     values = df[["frame", "x", "y", "w", "h", "score"]].to_numpy(dtype=np.float64)
+    if all(c in df.columns for c in ROOT_COLUMNS):
+        roots = df[ROOT_COLUMNS].to_numpy(dtype=np.float64)
+    else:
+        roots = np.full((len(df), 3), np.nan)
+    known = np.isfinite(roots)
     for check, message in (
         (~np.isfinite(values).all(axis=1), "NaN or infinity in a detection"),
         ((values[:, 3] < 0) | (values[:, 4] < 0), "negative box size"),
         ((values[:, 0] < 1) | (values[:, 0] != np.round(values[:, 0])), "frame must be an integer >= 1"),
+        (known.any(axis=1) & ~known.all(axis=1), "a 3D root must be three finite numbers, or none"),
+        (np.isinf(roots).any(axis=1), "infinity in a 3D root"),
     ):
         bad = np.flatnonzero(check)
         if bad.size:
@@ -452,6 +463,7 @@ def _validated_detections(df: pd.DataFrame, path: Path, row_of: Callable[[int], 
             "w": values[:, 3],
             "h": values[:, 4],
             "score": values[:, 5],
+            **{c: roots[:, k] for k, c in enumerate(ROOT_COLUMNS)},
         }
     )
     return sort_detections(out)
@@ -463,7 +475,7 @@ def empty_detections() -> pd.DataFrame:
         {
             "sequence": pd.array([], dtype="str"),
             "frame": np.zeros(0, dtype=np.int64),
-            **{c: np.zeros(0, dtype=np.float64) for c in ("x", "y", "w", "h", "score")},
+            **{c: np.zeros(0, dtype=np.float64) for c in ("x", "y", "w", "h", "score", *ROOT_COLUMNS)},
         }
     )
 
@@ -504,7 +516,9 @@ def read_detection_pickle(path: str | os.PathLike[str], images: pd.DataFrame) ->
     """
     path = Path(path)
     doc = load_pickle(path)
+    roots_doc: Any = None
     if isinstance(doc, dict) and "det_bboxes" in doc:
+        roots_doc = doc.get("roots_3d") or None  # the sample's and a pickle without 3D write {}
         doc = doc["det_bboxes"]
     if isinstance(doc, dict):
         keys, values = list(doc), list(doc.values())
@@ -529,6 +543,7 @@ def read_detection_pickle(path: str | os.PathLike[str], images: pd.DataFrame) ->
         raise InputError(path, f"unknown image path {key!r} (not a file_name of the annotation)", row=key)
     counts = np.array([len(a) for a in arrays], dtype=np.int64)
     boxes = np.concatenate([np.zeros((0, 5)), *arrays])
+    roots = _pickle_roots(path, roots_doc, keys, arrays, isinstance(doc, dict))
     rows = np.repeat(positions, counts)
     df = pd.DataFrame(
         {
@@ -539,6 +554,7 @@ def read_detection_pickle(path: str | os.PathLike[str], images: pd.DataFrame) ->
             "w": boxes[:, 2] - boxes[:, 0],
             "h": boxes[:, 3] - boxes[:, 1],
             "score": boxes[:, 4],
+            **{c: roots[:, k] for k, c in enumerate(ROOT_COLUMNS)},
         }
     )
     starts = np.cumsum(counts) - counts
@@ -550,8 +566,35 @@ def read_detection_pickle(path: str | os.PathLike[str], images: pd.DataFrame) ->
     return _validated_detections(df, path, row_of)
 
 
+def _pickle_roots(path: Path, roots_doc: Any, keys: list[str], arrays: list[np.ndarray], keyed: bool) -> np.ndarray:
+    """The ``roots_3d`` beside ``det_bboxes``, one world point per box in the boxes' order (the same keys, or the
+    same list positions); NaN where the pickle gives none."""
+    total = sum(len(a) for a in arrays)
+    if roots_doc is None:
+        return np.full((total, 3), np.nan)
+    if keyed != isinstance(roots_doc, dict) or not isinstance(roots_doc, dict | list | tuple):
+        raise InputError(path, "roots_3d must be laid out as det_bboxes is (a dict by file_name, or a list)")
+    parts = []
+    for k, (key, boxes) in enumerate(zip(keys, arrays, strict=True)):
+        value = roots_doc.get(key) if keyed else (roots_doc[k] if k < len(roots_doc) else None)
+        if isinstance(value, list | tuple) and value and isinstance(value[0], np.ndarray):
+            value = value[0]  # per class, pedestrian first, as the boxes
+        if value is None:
+            parts.append(np.full((len(boxes), 3), np.nan))
+            continue
+        try:
+            arr = np.asarray(value, dtype=np.float64)
+        except (TypeError, ValueError):
+            arr = np.zeros((0, 0))
+        if arr.size != 3 * len(boxes) or (arr.size and (arr.ndim != 2 or arr.shape[1] != 3)):
+            raise InputError(path, f"roots_3d must hold one x, y, z per box ({len(boxes)} boxes)", row=key)
+        parts.append(arr.reshape(-1, 3))
+    return np.concatenate([np.zeros((0, 3)), *parts])
+
+
 def read_det_txt(path: str | os.PathLike[str], sequence: str) -> pd.DataFrame:
-    """MOTChallenge ``det.txt``: ``frame, id (-1), x, y, w, h, score[, ...]`` per line, frames 1-based."""
+    """MOTChallenge ``det.txt``: ``frame, id (-1), x, y, w, h, score[, wx, wy, wz]`` per line, frames 1-based; the
+    world point ``wx, wy, wz`` (-1, -1, -1 for none, MOTChallenge's 2D convention) is the person's 3D root."""
     path = Path(path)
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -570,11 +613,13 @@ def read_det_txt(path: str | os.PathLike[str], sequence: str) -> pd.DataFrame:
         if len(fields) < 7:
             raise InputError(path, f"expected at least 7 comma-separated fields, got {len(fields)}", row=lineno)
         try:
-            values.append([float(f) for f in fields[:7]])
+            row = [float(f) for f in fields[:7]]
+            world = [float(f) for f in fields[7:10]] if len(fields) >= 10 else []
         except ValueError:
             raise InputError(path, f"not a number in {line!r}", row=lineno) from None
+        values.append(row + (world if world and world != [-1.0, -1.0, -1.0] else [np.nan] * 3))
         rows.append(lineno)
-    arr = np.asarray(values, dtype=np.float64).reshape(-1, 7)
+    arr = np.asarray(values, dtype=np.float64).reshape(-1, 10)
     df = pd.DataFrame(
         {
             "sequence": sequence,
@@ -584,19 +629,21 @@ def read_det_txt(path: str | os.PathLike[str], sequence: str) -> pd.DataFrame:
             "w": arr[:, 4],
             "h": arr[:, 5],
             "score": arr[:, 6],
+            **{c: arr[:, 7 + k] for k, c in enumerate(ROOT_COLUMNS)},
         }
     )
     return _validated_detections(df, path, lambda i: rows[i])
 
 
 def read_detections_parquet(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """The project's own detections table (``DETECTION_COLUMNS``), validated and in canonical order."""
+    """The project's own detections table (``DETECTION_COLUMNS``; the root columns may be left out), validated and in
+    canonical order."""
     path = Path(path)
     try:
         df = pd.read_parquet(path)
     except (OSError, ValueError) as err:
         raise InputError(path, f"not a readable parquet file: {err}") from None
-    missing = [c for c in DETECTION_COLUMNS if c not in df.columns]
+    missing = [c for c in DETECTION_COLUMNS if c not in df.columns and c not in ROOT_COLUMNS]
     if missing:
         raise InputError(path, f"missing columns {missing}")
     return _validated_detections(df, path)

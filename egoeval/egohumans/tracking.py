@@ -5,7 +5,8 @@ of the packaged ``ultralytics/cfg/trackers/<tracker_type>.yaml``, checked by ``e
 a params change. The tracker gets the boxes frame by frame (every frame of the sequence, empty ones too). Camera
 motion compensation (``gmc_method`` other than ``none``, BoT-SORT and the others that have it) gets each frame's
 image, read from the fetched frames; appearance ReID (``with_reid``) is refused: it would need a model download.
-A fresh tracker per sequence; track ids start at 1.
+egoeval's own trackers (``egomotion``: the head rotation; ``world``: a Kalman filter on 3D roots in the world frame)
+read each frame's camera pose from fetch's images table. A fresh tracker per sequence; track ids start at 1.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ import pandas as pd
 from tqdm import tqdm
 
 from egoeval.egohumans.egomotion import CameraPose, make_egomotion_tracker
-from egoeval.egohumans.formats import read_detections_parquet
+from egoeval.egohumans.formats import ROOT_COLUMNS, read_detections_parquet
+from egoeval.egohumans.world import make_world_tracker
 from egoeval.io import PARAMS_FILE, InputError, replaced_dir
 from egoeval.mot import write_mot
 
@@ -35,6 +37,7 @@ class Boxes:
     xywh: np.ndarray  # (N, 4) centre x, centre y, width, height
     conf: np.ndarray  # (N,)
     cls: np.ndarray  # (N,)
+    root: np.ndarray  # (N, 3) world root, NaN where unknown (read by the world tracker only)
 
     @property
     def xyxy(self) -> np.ndarray:
@@ -45,7 +48,7 @@ class Boxes:
         return len(self.conf)
 
     def __getitem__(self, index: Any) -> Boxes:
-        return Boxes(self.xywh[index], self.conf[index], self.cls[index])
+        return Boxes(self.xywh[index], self.conf[index], self.cls[index], self.root[index])
 
 
 def uses_frames(settings: dict[str, Any]) -> bool:
@@ -53,9 +56,12 @@ def uses_frames(settings: dict[str, Any]) -> bool:
     return str(settings.get("gmc_method", "none")).lower() not in ("none", "")
 
 
+CAMERA_TRACKERS = ("egomotion", "world")  # egoeval's own trackers, which read each frame's camera pose
+
+
 def uses_cameras(settings: dict[str, Any]) -> bool:
-    """Whether the tracker needs each frame's camera pose (the ego-motion tracker)."""
-    return settings.get("tracker_type") == "egomotion"
+    """Whether the tracker needs each frame's camera pose (the ego-motion and world trackers)."""
+    return settings.get("tracker_type") in CAMERA_TRACKERS
 
 
 def camera_poses(images: pd.DataFrame, path: Path) -> dict[str, dict[int, CameraPose]]:
@@ -83,6 +89,8 @@ def make_tracker(name: str, settings: dict[str, Any]) -> Any:
     kind = settings.get("tracker_type")
     if kind == "egomotion":
         return make_egomotion_tracker(IterableSimpleNamespace(**settings))
+    if kind == "world":
+        return make_world_tracker(IterableSimpleNamespace(**settings))
     if kind not in TRACKER_MAP:
         raise InputError(
             PARAMS_FILE, f"egohumans.track.config.{name}.tracker_type must be one of {sorted(TRACKER_MAP)}"
@@ -107,7 +115,9 @@ def track_sequence(
     """
     tracker = make_tracker(name, settings)
     if uses_cameras(settings) and not cameras:
-        raise InputError(PARAMS_FILE, f"egohumans.track.config.{name}: the egomotion tracker needs camera poses")
+        raise InputError(
+            PARAMS_FILE, f"egohumans.track.config.{name}: the {settings['tracker_type']} tracker needs camera poses"
+        )
     need_images = uses_frames(settings)
     if need_images and frames is None:
         raise InputError(PARAMS_FILE, f"egohumans.track.config.{name}.gmc_method needs the frames: none were fetched")
@@ -116,6 +126,7 @@ def track_sequence(
     xywh = detections[["x", "y", "w", "h"]].to_numpy(np.float32, copy=True)
     xywh[:, :2] += xywh[:, 2:] / 2
     conf = detections["score"].to_numpy(np.float32)
+    roots = detections.reindex(columns=ROOT_COLUMNS).to_numpy(np.float64)
     bounds = np.searchsorted(frame_of, np.arange(1, length + 2))
     rows = []
     for frame in range(1, length + 1):
@@ -128,7 +139,8 @@ def track_sequence(
                 raise InputError(path or f"frame {frame}", "cannot read this frame image (needed by gmc_method)")
         if cameras is not None and hasattr(tracker, "camera"):
             tracker.camera = cameras.get(frame)
-        out = tracker.update(Boxes(xywh[lo:hi], conf[lo:hi], np.zeros(hi - lo, dtype=np.float32)), image)
+        boxes = Boxes(xywh[lo:hi], conf[lo:hi], np.zeros(hi - lo, dtype=np.float32), roots[lo:hi])
+        out = tracker.update(boxes, image)
         if len(out):
             out = np.asarray(out, dtype=np.float64)
             rows.append(
@@ -157,6 +169,12 @@ def track(
     unknown = sorted(set(detections["sequence"]) - {s["name"] for s in sequences})
     if unknown:
         raise InputError(detections_path, f"detections for sequences not in {sequences_path}: {unknown}")
+    if settings.get("tracker_type") == "world" and len(detections) and detections[ROOT_COLUMNS].isna().all().all():
+        raise InputError(
+            detections_path,
+            f"the world tracker ({name}) needs 3D roots and these detections carry none: use detections with roots "
+            "(the released pickle's roots_3d, det.txt's world x, y, z) or leave it out of egohumans.track.trackers",
+        )
     cameras: dict[str, dict[int, CameraPose]] = {}
     if uses_cameras(settings):
         columns = ["sequence", "frame", "extrinsics", "calib_intrinsics", "camera_model"]

@@ -69,10 +69,13 @@ def packaged_trackers() -> dict[str, dict[str, Any]]:
         return {}
     folder = Path(next(iter(spec.submodule_search_locations))) / "cfg" / "trackers"
     trackers = {path.stem: yaml.safe_load(path.read_text()) for path in sorted(folder.glob("*.yaml"))}
-    return {**trackers, "egomotion": yaml.safe_load(EGOMOTION_YAML.read_text())}
+    own = {path.stem: yaml.safe_load(path.read_text()) for path in OWN_TRACKERS}
+    return {**trackers, **own}
 
 
-EGOMOTION_YAML = Path(__file__).with_name("egomotion.yaml")  # egoeval's own tracker (egohumans/egomotion.py)
+# egoeval's own trackers (egohumans/egomotion.py, egohumans/world.py), each with its YAML of defaults beside this file
+OWN_TRACKERS = [Path(__file__).with_name(f"{name}.yaml") for name in ("egomotion", "world")]
+OWN_RANGES = {"root_noise": (0.0, 1.0), "walk_noise_m": (1e-6, 1.0), "gate_probability": (0.5, 0.999999)}
 GMC_METHODS = ("none", "sparseOptFlow", "orb", "sift", "ecc")
 
 
@@ -123,6 +126,9 @@ class TrackerConfig(Section):
                 ok, what = isinstance(value, str), "a string"
             if not ok:
                 raise ValueError(f"{key} = {value!r}: must be {what} (as in {self.tracker_type}.yaml)")
+        for key, (low, high) in OWN_RANGES.items():
+            if key in extra and not low <= extra[key] <= high:
+                raise ValueError(f"{key} = {extra[key]!r}: must lie in [{low}, {high}]")
         if "gmc_method" in extra and extra["gmc_method"] not in GMC_METHODS:
             raise ValueError(f"gmc_method = {extra['gmc_method']!r}: must be one of {list(GMC_METHODS)}")
         return self

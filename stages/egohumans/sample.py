@@ -13,9 +13,11 @@ a data root laid out as the official EgoHumans download (rawalkhirodkar/egohuman
   ``synthetic_<seq>_aria01_rgb``; images only where someone is visible, ``frame_id`` counting those; 16-number
   extrinsics; amodal boxes clipped to the image, visibility = the fraction of the figure's pixels seen),
 - ``benchmark/sample/all/coco_track/detections_ego_rgb.pkl`` as the official conversion script writes it: the
-  ground-truth boxes with score 1.0 under ``det_bboxes`` (plus empty ``keypoints_3d``/``roots_3d``),
+  ground-truth boxes with score 1.0 under ``det_bboxes`` and each box's pelvis in world coordinates under
+  ``roots_3d`` (``{file_name: N x 3}``, the boxes' order; ``keypoints_3d`` empty),
 - ``detections/simulated.pkl`` a simulated detector (misses under occlusion, jitter, duplicates, false positives,
-  scores) in the same pickle layout, and the same boxes as MOTChallenge ``detections/det/<video>.txt``,
+  scores; roots as monocular depth gives them, about 10% depth error) in the same pickle layout, and the same boxes
+  and roots as MOTChallenge ``detections/det/<video>.txt`` (world x, y, z in columns 8-10),
 - ``manifest.sha256`` pinning every other file.
 
 Extrinsics are the world-to-camera 4 x 4 matrix (row-major, OpenCV camera axes) with the world's y axis up.
@@ -47,6 +49,7 @@ ARENA_Z = (2.5, 11.0)  # metres, world z (ahead of the wearer's start)
 NEAR = 0.3  # metres; figures with a joint closer than this to the camera plane are not drawn
 SHIFT = 4  # cv2 sub-pixel bits
 PALETTE_HUES = (0, 20, 40, 60, 95, 120, 150, 175)  # OpenCV hue units (0..179)
+DEPTH_ERROR = 0.1  # the simulated detector's roots: log-normal depth error (about 10%, as monocular depth)
 
 
 @dataclass(frozen=True)
@@ -236,6 +239,12 @@ def _figure(
     return Figure(float(cam[:, 2].mean()), segments, (at["head"], radius, person.skin), (x0, y0, x1, y1))
 
 
+def _root(person: Person, i: int) -> tuple[float, float, float]:
+    """The person's pelvis (the hip joint of ``_figure``) in world coordinates."""
+    x, z = person.positions[i]
+    return float(x), float(0.52 * person.height), float(z)
+
+
 def _fixed(point: np.ndarray, offset: tuple[int, int] = (0, 0)) -> tuple[int, int]:
     return round((point[0] - offset[0]) * (1 << SHIFT)), round((point[1] - offset[1]) * (1 << SHIFT))
 
@@ -282,6 +291,7 @@ class FrameTruth:
     visibility: float
     occluded: int
     truncated: int
+    root: tuple[float, float, float]  # the pelvis in world coordinates, metres
 
 
 def _render_frame(
@@ -335,6 +345,7 @@ def _render_frame(
                 visibility=round(visible / area, 3),
                 occluded=int(inside > 0 and visible < 0.75 * inside),
                 truncated=int((cx0, cy0, cx1, cy1) != (x0 - pad[0], y0 - pad[1], x1 - pad[0], y1 - pad[1])),
+                root=_root(people[k], i),
             )
         )
     return image, truths
@@ -343,10 +354,13 @@ def _render_frame(
 # ----------------------------------------------------------------------------------------- simulated detector
 
 
-def _detect(rng: np.random.Generator, truths: list[FrameTruth], width: int, height: int) -> np.ndarray:
-    """Detector boxes (N x 5: x1, y1, x2, y2, score) for one frame, rounded to 0.01 px and 0.001."""
+def _detect(
+    rng: np.random.Generator, truths: list[FrameTruth], width: int, height: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Detector boxes (N x 5: x1, y1, x2, y2, score) for one frame, rounded to 0.01 px and 0.001, and the index in
+    ``truths`` each box comes from (-1: a false positive)."""
     rows = []
-    for t in truths:
+    for source, t in enumerate(truths):
         x, y, w, h = t.box
         p_hit = 0.97 * float(np.clip((t.visibility - 0.15) / 0.45, 0, 1)) * (0.3 if h < 12 else 1.0)
         if rng.random() >= p_hit:
@@ -359,19 +373,45 @@ def _detect(rng: np.random.Generator, truths: list[FrameTruth], width: int, heig
             cy = y + h / 2 + rng.normal(0, spread * h)
             bw, bh = w * np.exp(rng.normal(0, 0.05)), h * np.exp(rng.normal(0, 0.05))
             score = float(np.clip(0.3 + 0.65 * t.visibility + rng.normal(0, 0.1), 0.02, 0.99))
-            rows.append([cx - bw / 2, cy - bh / 2, cx + bw / 2, cy + bh / 2, score * (0.6 if duplicate else 1.0)])
+            rows.append(
+                [cx - bw / 2, cy - bh / 2, cx + bw / 2, cy + bh / 2, score * (0.6 if duplicate else 1.0), source]
+            )
     for _ in range(int(rng.poisson(0.3))):
         bh = rng.uniform(30, 150)
         bw = bh * rng.uniform(0.3, 0.6)
         x0, y0 = rng.uniform(0, width - bw), rng.uniform(0, height - bh)
-        rows.append([x0, y0, x0 + bw, y0 + bh, rng.uniform(0.05, 0.45)])
-    boxes = np.asarray(rows, dtype=np.float64).reshape(-1, 5)
+        rows.append([x0, y0, x0 + bw, y0 + bh, rng.uniform(0.05, 0.45), -1])
+    boxes = np.asarray(rows, dtype=np.float64).reshape(-1, 6)
     boxes[:, [0, 2]] = np.clip(boxes[:, [0, 2]], 0, width)
     boxes[:, [1, 3]] = np.clip(boxes[:, [1, 3]], 0, height)
     boxes = boxes[(boxes[:, 2] - boxes[:, 0] >= 1) & (boxes[:, 3] - boxes[:, 1] >= 1)]
     boxes[:, :4] = np.round(boxes[:, :4], 2)
     boxes[:, 4] = np.round(boxes[:, 4], 3)
-    return boxes[np.lexsort((boxes[:, 0], -boxes[:, 4]))]
+    boxes = boxes[np.lexsort((boxes[:, 0], -boxes[:, 4]))]
+    return boxes[:, :5], boxes[:, 5].astype(np.int64)
+
+
+def _detection_roots(
+    rng: np.random.Generator,
+    boxes: np.ndarray,
+    sources: np.ndarray,
+    truths: list[FrameTruth],
+    camera: tuple[np.ndarray, np.ndarray, float, np.ndarray],
+) -> np.ndarray:
+    """A world root per detector box (N x 3), as monocular depth gives it: the point on the ray through the box
+    centre at the person's depth (a false positive: the depth of a 1.7 m person of the box's height), times a
+    log-normal error of DEPTH_ERROR; rounded to the millimetre."""
+    rotation, centre, focal, principal = camera
+    roots = np.zeros((len(boxes), 3))
+    for n, ((x1, y1, x2, y2, _), source) in enumerate(zip(boxes, sources, strict=True)):
+        ray = np.array([((x1 + x2) / 2 - principal[0]) / focal, ((y1 + y2) / 2 - principal[1]) / focal, 1.0])
+        if source >= 0:
+            depth = float((rotation @ (np.array(truths[source].root) - centre))[2])
+        else:
+            depth = focal * 1.7 / max(y2 - y1, 1.0)
+        depth *= float(np.exp(rng.normal(0, DEPTH_ERROR)))
+        roots[n] = centre + rotation.T @ (ray * depth)
+    return np.round(roots, 3)
 
 
 # ----------------------------------------------------------------------------------------- the sample
@@ -398,11 +438,12 @@ def _calibration_text(focal: float, width: int, height: int, extrinsics: np.ndar
     return "serial intrinsics(15) extrinsic(3x4)\naria01\n" + f"{intrinsics}\n{pose}\n" * 3
 
 
-def _det_txt(frames: list[np.ndarray]) -> str:
+def _det_txt(frames: list[tuple[np.ndarray, np.ndarray]]) -> str:
+    """MOTChallenge det.txt lines; the world x, y, z columns hold each box's root."""
     lines = [
-        f"{frame},-1,{x1:.2f},{y1:.2f},{x2 - x1:.2f},{y2 - y1:.2f},{score:.3f},-1,-1,-1"
-        for frame, boxes in enumerate(frames, start=1)
-        for x1, y1, x2, y2, score in boxes
+        f"{frame},-1,{x1:.2f},{y1:.2f},{x2 - x1:.2f},{y2 - y1:.2f},{score:.3f},{wx:.3f},{wy:.3f},{wz:.3f}"
+        for frame, (boxes, roots) in enumerate(frames, start=1)
+        for (x1, y1, x2, y2, score), (wx, wy, wz) in zip(boxes, roots, strict=True)
     ]
     return "".join(line + "\n" for line in lines)
 
@@ -424,17 +465,20 @@ def _generate_into(root: Path, params: SampleParams) -> None:
         "annotations": [],
     }
     det_bboxes: dict[str, list[np.ndarray]] = {}
+    det_roots: dict[str, np.ndarray] = {}
     gt_bboxes: dict[str, list[np.ndarray]] = {}
+    gt_roots: dict[str, np.ndarray] = {}
     progress = tqdm(total=params.sequences * params.frames, desc="egohumans sample", unit="frame")
     for s in range(params.sequences):
         name = sequence_name(s)
         scene_rng = np.random.default_rng([params.seed, s, 0])
         det_rng = np.random.default_rng([params.seed, s, 1])
+        depth_rng = np.random.default_rng([params.seed, s, 2])
         rotations, centres = _camera_path(scene_rng, params)
         people = _people(scene_rng, params)
         video = video_name(s)
         doc["videos"].append({"id": s + 1, "name": video})
-        per_frame: list[np.ndarray] = []
+        per_frame: list[tuple[np.ndarray, np.ndarray]] = []
         camera_dir = f"{BIG_SEQUENCE}/{name}/ego/aria01"
         for i in range(params.frames):
             time_stamp = i + 1
@@ -448,7 +492,9 @@ def _generate_into(root: Path, params: SampleParams) -> None:
             extrinsics[:3] = np.hstack([rotations[i], (-rotations[i] @ centres[i])[:, None]])
             calib = _calibration_text(focal, w, h, extrinsics)
             atomic_write_text(root / f"{camera_dir}/calib/{time_stamp:05d}.txt", calib)
-            boxes = _detect(det_rng, truths, w, h)
+            boxes, sources = _detect(det_rng, truths, w, h)
+            camera = (rotations[i], centres[i], focal, np.array([w / 2, h / 2]))
+            roots = _detection_roots(depth_rng, boxes, sources, truths, camera)
             progress.update()
             if not truths:
                 continue  # as the official conversion: an image only where someone is visible
@@ -486,16 +532,19 @@ def _generate_into(root: Path, params: SampleParams) -> None:
                         "time_stamp": time_stamp,
                     }
                 )
-            per_frame.append(boxes)
+            per_frame.append((boxes, roots))
             det_bboxes[file_name] = [boxes.astype(np.float32)]
+            det_roots[file_name] = roots.astype(np.float32)
             gt = np.array([[x, y, x + bw, y + bh, 1.0] for x, y, bw, bh in (t.box for t in truths)])
             gt_bboxes[file_name] = [gt]
+            gt_roots[file_name] = np.array([t.root for t in truths])
         atomic_write_text(root / "detections" / "det" / f"{video}.txt", _det_txt(per_frame))
     progress.close()
     write_json(root / ANNOTATION_DIR / "tracking_ego_rgb.json", doc)
-    official = {"det_bboxes": gt_bboxes, "keypoints_3d": {}, "roots_3d": {}}
+    official = {"det_bboxes": gt_bboxes, "keypoints_3d": {}, "roots_3d": gt_roots}
     atomic_write_bytes(root / ANNOTATION_DIR / "detections_ego_rgb.pkl", pickle.dumps(official))
-    atomic_write_bytes(root / "detections" / "simulated.pkl", pickle.dumps({"det_bboxes": det_bboxes}, protocol=4))
+    simulated = {"det_bboxes": det_bboxes, "roots_3d": det_roots}
+    atomic_write_bytes(root / "detections" / "simulated.pkl", pickle.dumps(simulated, protocol=4))
     names = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
     write_manifest(root / "manifest.sha256", root, names)
 

@@ -147,3 +147,17 @@ def stop_temporary_prefect_servers() -> Iterator[None]:
     if server is not None:
         for instance in list(server.SubprocessASGIServer._instances.values()):
             instance.stop()
+
+
+WIN_MARGIN = 5.0  # IDF1 points the ego-motion and world trackers must gain over every image-plane tracker
+
+
+def assert_tracker_wins(metrics: dict, modes: list[str], tracker: str) -> None:
+    """``tracker`` (an egoeval tracker) beats ByteTrack and BoT-SORT by WIN_MARGIN IDF1 points, with fewer ID
+    switches, in each detection mode of ``metrics`` (metrics/egohumans.json)."""
+    for mode in modes:
+        ours = metrics[f"{tracker}-{mode}"]["COMBINED"]
+        for other in ("bytetrack", "botsort"):
+            theirs = metrics[f"{other}-{mode}"]["COMBINED"]
+            assert ours["IDF1"] >= theirs["IDF1"] + WIN_MARGIN, (mode, other, ours["IDF1"], theirs["IDF1"])
+            assert ours["IDSW"] < theirs["IDSW"], (mode, other, ours["IDSW"], theirs["IDSW"])

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import dvc, write_params
+from conftest import assert_tracker_wins, dvc, write_params
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,8 +18,6 @@ from egoeval.egohumans.egomotion import CameraModel, CameraPose, camera_motion
 from egoeval.egohumans.tracking import camera_poses, track_sequence
 from egoeval.io import InputError
 from egoeval.settings.egohumans import packaged_trackers
-
-MARGIN = 5.0  # IDF1 points the ego-motion tracker must gain over every image-plane tracker
 
 
 def rotation(yaw: float, pitch: float) -> np.ndarray:
@@ -78,22 +76,9 @@ def test_bad_calibration_is_named() -> None:
         camera_poses(images, Path("images.parquet"))
 
 
-def combined(metrics: dict, run: str) -> dict:
-    return metrics[run]["COMBINED"]
-
-
-def assert_egomotion_wins(metrics: dict, modes: list[str]) -> None:
-    for mode in modes:
-        ours = combined(metrics, f"egomotion-{mode}")
-        for other in ("bytetrack", "botsort"):
-            theirs = combined(metrics, f"{other}-{mode}")
-            assert ours["IDF1"] >= theirs["IDF1"] + MARGIN, (mode, other, ours["IDF1"], theirs["IDF1"])
-            assert ours["IDSW"] < theirs["IDSW"], (mode, other, ours["IDSW"], theirs["IDSW"])
-
-
 @pytest.mark.slow
 def test_the_egomotion_tracker_beats_image_plane_trackers_on_the_sample(reproduced: Path) -> None:
-    assert_egomotion_wins(json.loads((reproduced / "metrics/egohumans.json").read_text()), ["gt", "file"])
+    assert_tracker_wins(json.loads((reproduced / "metrics/egohumans.json").read_text()), ["gt", "file"], "egomotion")
 
 
 @pytest.mark.slow
@@ -123,4 +108,6 @@ def test_on_head_turning_sequences_it_has_not_seen(reproduced: Path, tmp_path: P
     write_params(root, {"egohumans": {"sample": {"seed": seed, "sequences": 2}, "detect": {"modes": ["gt", "file"]}}})
     run = dvc(root, "repro", "egohumans_score")
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    assert_egomotion_wins(json.loads((root / "metrics/egohumans.json").read_text()), ["gt", "file"])
+    metrics = json.loads((root / "metrics/egohumans.json").read_text())
+    for tracker in ("egomotion", "world"):  # the world tracker (tests/test_world_tracker.py) too
+        assert_tracker_wins(metrics, ["gt", "file"], tracker)

@@ -44,9 +44,6 @@ class RootFilter:
         spreads = np.r_[np.full(3, std), np.full(3, START_SPEED_STD_M)]
         return np.r_[root, np.zeros(3)], np.diag(spreads**2)
 
-    def predict(self, mean: np.ndarray, covariance: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return self.motion @ mean, self.motion @ covariance @ self.motion.T + self.process
-
     def innovation(self, mean: np.ndarray, covariance: np.ndarray, std: float) -> tuple[np.ndarray, np.ndarray]:
         """The predicted root and its covariance with a measurement error of ``std``."""
         return mean[:3], self.observe @ covariance @ self.observe.T + np.eye(3) * std**2
@@ -55,25 +52,30 @@ class RootFilter:
         self, mean: np.ndarray, covariance: np.ndarray, root: np.ndarray, std: float
     ) -> tuple[np.ndarray, np.ndarray]:
         predicted, spread = self.innovation(mean, covariance, std)
-        gain = covariance @ self.observe.T @ np.linalg.inv(spread)
+        gain = np.linalg.solve(spread, self.observe @ covariance).T  # P H^T S^-1 (S and P symmetric)
         return mean + gain @ (root - predicted), covariance - gain @ spread @ gain.T
 
-    def squared_distances(self, mean: np.ndarray, covariance: np.ndarray, roots: np.ndarray, stds: np.ndarray) -> Any:
-        """Squared Mahalanobis distances of (N, 3) roots from the prediction, each with its own error."""
-        out = np.empty(len(roots))
-        for n, (root, std) in enumerate(zip(roots, stds, strict=True)):
-            predicted, spread = self.innovation(mean, covariance, float(std))
-            gap = root - predicted
-            out[n] = gap @ np.linalg.solve(spread, gap)
-        return out
+    def predict(self, means: np.ndarray, covariances: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """One frame ahead, for one state ((6,), (6, 6)) or many ((K, 6), (K, 6, 6)) at once."""
+        return means @ self.motion.T, self.motion @ covariances @ self.motion.T + self.process
+
+    def squared_distances(
+        self, means: np.ndarray, covariances: np.ndarray, roots: np.ndarray, stds: np.ndarray
+    ) -> np.ndarray:
+        """(K, N) squared Mahalanobis distances of N roots, each with its own error, from K predictions
+        ((K, 6) means, (K, 6, 6) covariances)."""
+        errors = (np.asarray(stds, dtype=np.float64) ** 2)[None, :, None, None] * np.eye(3)
+        spreads = covariances[:, None, :3, :3] + errors
+        gaps = roots[None, :, :] - means[:, None, :3]
+        return np.einsum("kni,kni->kn", gaps, np.linalg.solve(spreads, gaps[..., None])[..., 0])
 
 
-def root_std(root: np.ndarray, camera: CameraPose | None, fraction: float) -> float:
-    """A root's measurement error: ``fraction`` of its distance from the camera (5 cm at least)."""
+def root_errors(roots: np.ndarray, camera: CameraPose | None, fraction: float) -> np.ndarray:
+    """(N, 3) roots' measurement errors: ``fraction`` of each one's distance from the camera (5 cm at least)."""
     if camera is None:
-        return MIN_ROOT_STD_M
-    distance = float(np.linalg.norm(camera.to_camera(root[None])[0]))
-    return max(MIN_ROOT_STD_M, fraction * distance)
+        return np.full(len(roots), MIN_ROOT_STD_M)
+    distances = np.linalg.norm(camera.to_camera(roots), axis=1)
+    return np.maximum(MIN_ROOT_STD_M, fraction * np.nan_to_num(distances))
 
 
 def make_world_tracker(settings: Any) -> Any:
@@ -136,18 +138,23 @@ def world_tracker_class() -> type:
 
         def init_track(self, results: Any, img: Any = None) -> list:
             tracks = super().init_track(results, img)
-            for track, root in zip(tracks, getattr(results, "root", np.full((len(tracks), 3), np.nan)), strict=True):
-                track.root = np.asarray(root, dtype=np.float64)
-                track.root_error = root_std(track.root, self.camera, float(self.args.root_noise))
+            roots = np.asarray(getattr(results, "root", np.full((len(tracks), 3), np.nan)), dtype=np.float64)
+            errors = root_errors(roots, self.camera, float(self.args.root_noise))
+            for track, root, error in zip(tracks, roots, errors, strict=True):
+                track.root, track.root_error = root, float(error)
                 track.camera = self.camera
                 track.filter = self.root_filter
             return tracks
 
         def multi_predict(self, tracks: list) -> None:
             super().multi_predict(tracks)
-            for track in tracks:
-                if track.world is not None:
-                    track.world = self.root_filter.predict(*track.world)
+            placed = [track for track in tracks if track.world is not None]
+            if placed:
+                means, covariances = self.root_filter.predict(
+                    np.array([t.world[0] for t in placed]), np.array([t.world[1] for t in placed])
+                )
+                for track, mean, covariance in zip(placed, means, covariances, strict=True):
+                    track.world = (mean, covariance)
 
         def _pre_first_associate(self, strack_pool: list, unconfirmed: list, img: Any, results_high: Any) -> None:
             super()._pre_first_associate(strack_pool, unconfirmed, img, results_high)  # head-rotation warp
@@ -170,13 +177,14 @@ def world_tracker_class() -> type:
                 return dists
             roots = np.array([d.root for d in detections])
             errors = np.array([d.root_error for d in detections])
-            known = np.isfinite(roots).all(axis=1)
-            if not known.any():
+            known = np.flatnonzero(np.isfinite(roots).all(axis=1))
+            placed = [row for row, track in enumerate(tracks) if track.world is not None]
+            if not len(known) or not placed:
                 return dists
-            for row, track in enumerate(tracks):
-                if track.world is not None:
-                    far = self.root_filter.squared_distances(*track.world, roots[known], errors[known]) > self.gate
-                    dists[row, np.flatnonzero(known)[far]] = 1.0
+            means = np.array([tracks[row].world[0] for row in placed])
+            covariances = np.array([tracks[row].world[1] for row in placed])
+            far = self.root_filter.squared_distances(means, covariances, roots[known], errors[known]) > self.gate
+            dists[np.ix_(placed, known)] = np.where(far, 1.0, dists[np.ix_(placed, known)])
             return dists
 
     return WorldTracker

@@ -71,37 +71,18 @@ def task_runner(root: str | Path, workers: int | None = None) -> DaskTaskRunner:
 
 
 @task(name="infer-shard", cache_policy=NO_CACHE)
-def infer_shard(
-    items: pd.DataFrame,
-    frames_index: pd.DataFrame,
-    frames_dir: str,
-    descriptions: pd.DataFrame,
-    model_specs: list[dict[str, Any]],
-    infer_params: dict[str, Any],
-) -> pd.DataFrame:
+def infer_shard(inputs: inference.InferenceInputs) -> pd.DataFrame:
     """``run_inference`` on one shard's clips."""
-    return inference.run_inference(items, frames_index, Path(frames_dir), descriptions, model_specs, infer_params)
+    return inference.run_inference(*inputs)
 
 
-def sharded_inference(
-    items: pd.DataFrame,
-    frames_index: pd.DataFrame,
-    frames_dir: Path,
-    descriptions: pd.DataFrame,
-    model_specs: list[dict[str, Any]],
-    infer_params: dict[str, Any],
-    shards: int,
-) -> pd.DataFrame:
+def sharded_inference(inputs: inference.InferenceInputs, shards: int) -> pd.DataFrame:
     """``run_inference``'s table, computed shard by shard on the flow's task runner (call inside a flow)."""
+    items = inputs.items
     if items.empty:
-        return inference.run_inference(items, frames_index, frames_dir, descriptions, model_specs, infer_params)
+        return inference.run_inference(*inputs)
     parts = items.groupby(items["id"].map(lambda clip: shard_of(str(clip), shards)), sort=True)
-    futures = [
-        infer_shard.submit(
-            part.reset_index(drop=True), frames_index, str(frames_dir), descriptions, model_specs, infer_params
-        )
-        for _, part in parts
-    ]
+    futures = [infer_shard.submit(inputs._replace(items=part.reset_index(drop=True))) for _, part in parts]
     tables = [future.result() for future in futures]
     return pd.concat(tables, ignore_index=True).sort_values(RESPONSE_ORDER, ignore_index=True)
 
@@ -111,8 +92,8 @@ def infer_flow(root: str = ".", shards: int = 0) -> str:
     """The egonormia_infer stage, sharded by clip: writes data/egonormia/responses.parquet under ``root``."""
     base = Path(root).resolve()
     inputs = inference.inference_inputs(base)
-    responses = sharded_inference(*inputs, shards or flow_settings(base).dask_workers)
-    inference.check_failures(responses, float(inputs[-1]["max_failure_rate"]))
+    responses = sharded_inference(inputs, shards or flow_settings(base).dask_workers)
+    inference.check_failures(responses, float(inputs.infer_params["max_failure_rate"]))
     write_parquet(base / RESPONSES, responses)
     return str(base / RESPONSES)
 

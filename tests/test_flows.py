@@ -383,7 +383,7 @@ def test_sharded_inference_on_two_workers_is_byte_identical(tmp_path: Path, pref
     import pandas as pd
     from prefect import flow
 
-    from egoeval.egonormia.inference import run_inference
+    from egoeval.egonormia.inference import InferenceInputs, run_inference
     from egoeval.egonormia.schema import read_official_json
     from flows.shard import shard_of, sharded_inference, task_runner
 
@@ -410,7 +410,8 @@ def test_sharded_inference_on_two_workers_is_byte_identical(tmp_path: Path, pref
 
     @flow
     def sharded() -> pd.DataFrame:
-        return sharded_inference(items, pd.DataFrame(index), frames, descriptions, specs, infer_params("sharded"), 2)
+        inputs = InferenceInputs(items, pd.DataFrame(index), frames, descriptions, specs, infer_params("sharded"))
+        return sharded_inference(inputs, 2)
 
     write_params(tmp_path, {"flows": {"dask_workers": 2}})
     table = sharded.with_options(task_runner=task_runner(tmp_path))()

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 from tqdm import tqdm
@@ -251,11 +251,22 @@ def check_failures(responses: pd.DataFrame, max_failure_rate: float) -> None:
         )
 
 
-def inference_inputs(root: Path = Path(".")) -> tuple[Any, ...]:
+class InferenceInputs(NamedTuple):
+    """``run_inference``'s arguments, in its order (``run_inference(*inputs)``)."""
+
+    items: pd.DataFrame
+    frames_index: pd.DataFrame
+    frames_dir: Path
+    descriptions: pd.DataFrame
+    model_specs: list[dict[str, Any]]
+    infer_params: dict[str, Any]
+
+
+def inference_inputs(root: Path = Path(".")) -> InferenceInputs:
     """``run_inference``'s arguments as the infer stage reads them under ``root``."""
     params = load_settings(root / PARAMS_FILE).egonormia
     infer = params.infer.model_dump()
-    return (
+    return InferenceInputs(
         read_items(root / ITEMS),
         read_table(root / FRAMES / "index.parquet", ["id", "image", "error"]),
         root / FRAMES,

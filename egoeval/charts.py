@@ -1,8 +1,8 @@
 """Static SVG charts for the HTML report, drawn with matplotlib's SVG backend (no JavaScript, no CDN).
 
 Each function returns one ``<svg>`` element ready to inline in a page: text drawn as paths (no font needed where it
-is viewed), byte-identical for identical input (fixed hash salt, no date), and its element ids prefixed so several
-charts can share a page.
+is viewed), byte-identical for identical input (fixed hash salt, no date, matplotlib's own copy of the font), and
+its element ids prefixed so several charts can share a page.
 """
 
 from __future__ import annotations
@@ -11,12 +11,21 @@ import io
 import math
 import re
 from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
 
 import matplotlib
 import pandas as pd
+from matplotlib import font_manager
 from matplotlib.figure import Figure
 
+FAMILY = "DejaVu Sans"
+BUNDLED_FONTS = [  # pinned with matplotlib; a system copy of another version has other glyphs
+    Path(matplotlib.get_data_path()) / "fonts" / "ttf" / f"DejaVuSans{face}.ttf"
+    for face in ("", "-Bold", "-Oblique", "-BoldOblique")
+]
 RC = {
+    "font.family": [FAMILY],
     "svg.hashsalt": "egoeval",
     "svg.fonttype": "path",
     "font.size": 9,
@@ -39,7 +48,18 @@ def to_svg(figure: Figure, prefix: str) -> str:
     return text.replace("<svg ", f'<svg class="chart" role="img" aria-label="{prefix}" ', 1)
 
 
+@cache
+def use_bundled_font() -> None:
+    """Resolve the charts' font to matplotlib's own files, whatever the machine's font cache lists first (a system
+    DejaVu Sans of another version draws other glyph paths, so the same report would differ between machines)."""
+    manager = font_manager.fontManager
+    manager.ttflist = [entry for entry in manager.ttflist if entry.name != FAMILY]
+    for path in BUNDLED_FONTS:
+        manager.addfont(path)  # and clears findfont's cache
+
+
 def _figure(width: float, height: float) -> Figure:
+    use_bundled_font()
     with matplotlib.rc_context(RC):
         return Figure(figsize=(width, height), layout="constrained")
 

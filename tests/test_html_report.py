@@ -113,6 +113,32 @@ def test_charts_are_inline_svg_with_prefixed_ids_and_identical_on_rerun() -> Non
     assert svg == grouped_bars(table, "setting", "category", "model", "accuracy", "%", "chart-a")
 
 
+def test_charts_do_not_depend_on_the_machines_font_cache() -> None:
+    """A font cache listing a system DejaVu Sans of another version first (or only) once changed a report's glyphs
+    between two clones: charts draw with matplotlib's own copy whatever the cache lists."""
+    from matplotlib import font_manager
+
+    from egoeval.charts import BUNDLED_FONTS, FAMILY, use_bundled_font
+
+    table = pd.DataFrame([("blind", "Safety", "fig", 50.0)], columns=["setting", "category", "model", "accuracy"])
+    manager = font_manager.fontManager
+    saved = list(manager.ttflist)
+    system = [e for e in saved if e.name == FAMILY and not any(e.fname == str(p) for p in BUNDLED_FONTS)]
+    svgs = []
+    try:
+        for listed in ([], system, system[::-1]):  # the cache lists no DejaVu, or only other copies
+            manager.ttflist = [e for e in saved if e.name != FAMILY] + listed
+            use_bundled_font.cache_clear()
+            svgs.append(grouped_bars(table, "setting", "category", "model", "accuracy", "%", "c"))
+            found = font_manager.findfont(font_manager.FontProperties(family=FAMILY))
+            assert found == str(BUNDLED_FONTS[0])
+    finally:
+        manager.ttflist = saved
+        use_bundled_font.cache_clear()
+        manager.addfont(BUNDLED_FONTS[0])  # clears findfont's cache
+    assert svgs[0] == svgs[1] == svgs[2]
+
+
 def entry(action: float, both: float) -> dict[str, object]:
     values = {"action": action, "justification": both, "both": both, "sensible_iou": 20.0}
     return {

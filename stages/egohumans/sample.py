@@ -49,6 +49,7 @@ ARENA_Z = (2.5, 11.0)  # metres, world z (ahead of the wearer's start)
 NEAR = 0.3  # metres; figures with a joint closer than this to the camera plane are not drawn
 SHIFT = 4  # cv2 sub-pixel bits
 PALETTE_HUES = (0, 20, 40, 60, 95, 120, 150, 175)  # OpenCV hue units (0..179)
+PELVIS = 0.52  # the hip joint's height, as a fraction of the person's: the figure's hip and the 3D root
 DEPTH_ERROR = 0.1  # the simulated detector's roots: log-normal depth error (about 10%, as monocular depth)
 
 
@@ -201,7 +202,7 @@ def _figure(
     ground = np.array([x, 0.0, z])
     up, fwd, side = np.array([0.0, 1.0, 0.0]), np.array([dx, 0.0, dz]), np.array([dz, 0.0, -dx])
     swing = 0.45 * person.moving[i] * np.sin(person.phases[i])
-    hip, neck, head = ground + up * 0.52 * h, ground + up * 0.80 * h, ground + up * 0.90 * h
+    hip, neck, head = ground + up * PELVIS * h, ground + up * 0.80 * h, ground + up * 0.90 * h
     shoulder = neck - up * 0.03 * h
     joints = {"hip": hip, "neck": neck, "head": head}
     for sign, name in ((1, "r"), (-1, "l")):
@@ -242,7 +243,7 @@ def _figure(
 def _root(person: Person, i: int) -> tuple[float, float, float]:
     """The person's pelvis (the hip joint of ``_figure``) in world coordinates."""
     x, z = person.positions[i]
-    return float(x), float(0.52 * person.height), float(z)
+    return float(x), float(PELVIS * person.height), float(z)
 
 
 def _fixed(point: np.ndarray, offset: tuple[int, int] = (0, 0)) -> tuple[int, int]:

@@ -11,8 +11,9 @@ without py-motmetrics (which needs NumPy < 2 through mmtracking) and without its
   with IoF > ``ignore_iof`` is removed before accumulation (never counted);
 - a frame with no ground truth and no (remaining) tracker box is skipped;
 - per frame, first every ground-truth object keeps the tracker id it was **last** matched to, however many frames
-  ago (py-motmetrics' ``m``), when that box still matches; the rest by a minimum-cost assignment (SciPy's solver on
-  py-motmetrics' expensive-edge matrix); a match to another id than the last one is an ID switch;
+  ago (py-motmetrics' ``m``), when that box still matches; the rest by a minimum-cost assignment on py-motmetrics'
+  expensive-edge matrix, solved as mmtracking's environment solves it: lap 0.4.0's LAPJV (``egoeval.metrics.lapjv``),
+  which decides exact ties (duplicate boxes); a match to another id than the last one is an ID switch;
 - MT/PT/ML: matched share of the frames where the object is present (>= 0.8, [0.2, 0.8), < 0.2); Frag: runs of
   misses between the object's first and last match (frames where it is absent do not count);
 - IDF1/IDP/IDR: one global assignment maximising the frames a ground-truth id and a tracker id match;
@@ -29,6 +30,8 @@ from dataclasses import dataclass, fields
 import numpy as np
 import pandas as pd
 from scipy.optimize import linear_sum_assignment
+
+from egoeval.metrics.lapjv import LARGE, lapjv
 
 OVERLAP_EPS = np.float32(1e-6)  # mmdet bbox_overlaps' eps
 
@@ -89,15 +92,23 @@ def _expensive_edges(costs: np.ndarray) -> np.ndarray:
 
 
 def assign(costs: np.ndarray) -> list[tuple[int, int]]:
-    """py-motmetrics' ``linear_sum_assignment`` with the SciPy solver: finite pairs of the optimal assignment."""
+    """py-motmetrics' ``linear_sum_assignment`` as mmtracking's environment runs it (``lsa_solve_lapjv`` on lap
+    0.4.0): the finite pairs of LAPJV's assignment of the expensive-edge matrix, by row.
+
+    Fast path: when no row and no column holds two finite costs, every optimal assignment takes all of them (leaving
+    one out costs at least the expensive constant minus what the others can save, which is >= 1), and LAPJV returns
+    an optimal one as long as each column of its padded matrix has a cost below its ``LARGE`` (which it otherwise
+    takes for infinity): all costs there are at most the expensive constant + 1, hence the bound below.
+    """
     valid = np.isfinite(costs)
     if not valid.any():
-        return []
+        return []  # py-motmetrics solves a zero matrix, and every pair is then a missing edge
     rows, cols = np.nonzero(valid)
-    if len(np.unique(rows)) == len(rows) and len(np.unique(cols)) == len(cols):
-        return list(zip(rows.tolist(), cols.tolist(), strict=True))  # disjoint edges: all of them are optimal
-    rids, cids = linear_sum_assignment(_expensive_edges(costs))
-    return [(i, j) for i, j in zip(rids.tolist(), cids.tolist(), strict=True) if valid[i, j]]
+    forced = len(np.unique(rows)) == len(rows) and len(np.unique(cols)) == len(cols)
+    if forced and 2 * min(costs.shape) * (np.abs(costs[valid]).max() + 1) + 2 < LARGE:
+        return list(zip(rows.tolist(), cols.tolist(), strict=True))
+    row_to_col = lapjv(_expensive_edges(costs))
+    return [(i, j) for i, j in enumerate(row_to_col.tolist()) if j >= 0 and valid[i, j]]
 
 
 def accumulate(gt: pd.DataFrame, pred: pd.DataFrame, iou_threshold: float = 0.5, ignore_iof: float = 0.5) -> Counts:
@@ -190,7 +201,11 @@ def accumulate(gt: pd.DataFrame, pred: pd.DataFrame, iou_threshold: float = 0.5,
 
 
 def _idtp(pair_tp: dict[tuple[int, int], int]) -> int:
-    """The most frames a one-to-one pairing of ground-truth and tracker ids can match (py-motmetrics' IDTP)."""
+    """The most frames a one-to-one pairing of ground-truth and tracker ids can match (py-motmetrics' IDTP).
+
+    py-motmetrics finds it with LAPJV too, on integer costs where every column has a cost below LAPJV's ``LARGE``
+    (an id seen in fewer than a million frames), so LAPJV is exact there: only the optimum's value counts, and any
+    exact solver gives it."""
     if not pair_tp:
         return 0
     pairs = np.array(list(pair_tp), dtype=np.int64)

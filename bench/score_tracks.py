@@ -107,12 +107,12 @@ def run_ours(gt_dir: Path, pred_dir: Path) -> tuple[dict, dict]:
     Returns every field (TrackEval's layout) and the summaries (what evaluate_sequences returns).
     """
     from egoeval.metrics import evaluate, summarize  # here, so that a TrackEval process does not import it
-    from egoeval.mot import read_mot, read_mot_folder, seqinfo_length
+    from egoeval.mot import read_mot, read_mot_folder, read_seqinfo
 
     gt_files, pred_files = read_mot_folder(gt_dir), read_mot_folder(pred_dir)
     gt = {seq: read_mot(path, kind="gt") for seq, path in gt_files.items()}
     pred = {seq: read_mot(path, kind="pred") for seq, path in pred_files.items()}
-    lengths = {seq: seqinfo_length(path) for seq, path in gt_files.items()}
+    lengths = {seq: read_seqinfo(path).length for seq, path in gt_files.items()}
     results = evaluate(gt, pred, seq_lengths=lengths)
     fields = {**results["sequences"], "COMBINED_SEQ": results["COMBINED"]}
     return fields, {seq: summarize(res) for seq, res in fields.items()}

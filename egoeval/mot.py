@@ -12,6 +12,7 @@ from __future__ import annotations
 import configparser
 import io
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -79,8 +80,21 @@ def read_mot_folder(folder: str | os.PathLike[str]) -> dict[str, Path]:
     return dict(sorted(found.items()))
 
 
-def seqinfo_length(gt_path: str | os.PathLike[str]) -> int | None:
-    """``seqLength`` from ``<seq>/seqinfo.ini`` beside a ``<seq>/gt/gt.txt`` file; None where there is none."""
+@dataclass(frozen=True)
+class SeqInfo:
+    """What ``<seq>/seqinfo.ini`` says: ``seqLength`` and the image size (``imWidth``, ``imHeight``; None where the
+    file has neither)."""
+
+    length: int
+    width: int | None
+    height: int | None
+
+
+def read_seqinfo(gt_path: str | os.PathLike[str]) -> SeqInfo | None:
+    """``<seq>/seqinfo.ini`` beside a ``<seq>/gt/gt.txt`` file; None where there is none (the flat layout).
+
+    ``seqLength`` is required; ``imWidth`` and ``imHeight`` go together, positive integers.
+    """
     gt_path = Path(gt_path)
     ini = gt_path.parent.parent / "seqinfo.ini"
     if gt_path.name != "gt.txt" or gt_path.parent.name != "gt" or not ini.is_file():
@@ -88,12 +102,21 @@ def seqinfo_length(gt_path: str | os.PathLike[str]) -> int | None:
     parser = configparser.ConfigParser()
     try:
         parser.read(ini)
-        length = int(parser["Sequence"]["seqLength"])
+        section = parser["Sequence"]
+        length = int(section["seqLength"])
     except (configparser.Error, KeyError, ValueError) as err:
         raise InputError(ini, f"no integer seqLength in a [Sequence] section ({err})") from err
     if length < 0:
         raise InputError(ini, f"seqLength {length} is negative")
-    return length
+    if "imWidth" not in section and "imHeight" not in section:
+        return SeqInfo(length, None, None)
+    try:
+        width, height = int(section["imWidth"]), int(section["imHeight"])
+    except (KeyError, ValueError) as err:
+        raise InputError(ini, f"imWidth and imHeight must both be integers ({err})") from err
+    if width <= 0 or height <= 0:
+        raise InputError(ini, f"image size {width} x {height} must be positive")
+    return SeqInfo(length, width, height)
 
 
 def _format_floats(values: np.ndarray) -> list[str]:

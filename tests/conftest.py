@@ -14,6 +14,8 @@ import cv2
 import numpy as np
 import pytest
 import yaml
+from oracle_env import MotmetricsOracle, OracleUnavailable
+from oracle_env import build as build_oracle_env
 
 from egoeval.stage import command_env
 
@@ -137,6 +139,23 @@ def reproduced(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def params_trace_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Where the ``reproduced`` run wrote the params keys each stage read (egoeval.settings.TRACE_ENV)."""
     return tmp_path_factory.getbasetemp() / "params-trace.jsonl"
+
+
+@pytest.fixture(scope="session")
+def motmetrics_oracle() -> Iterator[MotmetricsOracle]:
+    """EgoHumans' official evaluation (mmtracking's dataset class and eval_mot on py-motmetrics 1.4.0 with lap 0.4.0)
+    in its own environment, built from PyPI once per checkout (tests/oracle_env.py); skipped, saying why, only where
+    that environment cannot be built (PyPI out of reach, no Python 3.8)."""
+    try:
+        python = build_oracle_env()
+    except OracleUnavailable as err:
+        pytest.skip(f"the official EgoHumans evaluation environment cannot be built: {err}")
+    oracle = MotmetricsOracle(python)
+    versions = oracle.versions()
+    assert (versions["motmetrics"], versions["lap"], versions["numpy"]) == ("1.4.0", "0.4.0", "1.21.6")
+    assert versions["solver"] == "lap", "py-motmetrics must solve with lap, as in mmtracking's environment"
+    yield oracle
+    oracle.close()
 
 
 @pytest.fixture(scope="session", autouse=True)

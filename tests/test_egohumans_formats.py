@@ -283,6 +283,9 @@ def test_annotation_to_mot_ground_truth(tmp_path: Path) -> None:
         (lambda d: d["annotations"][2].update(time_stamp=-1), "annotations[2]", "time_stamp must be an integer"),
         (lambda d: d["annotations"][1].update(time_stamp=7), "annotations[1]", "differs from 0 of another box"),
         (lambda d: d["videos"][1].update(name="walk"), "videos[1]", "set egohumans.fetch.duplicate_videos: drop"),
+        (lambda d: d["annotations"][3].update(area="big"), "annotations[3]", "'area' must be a finite number"),
+        (lambda d: d["annotations"][3].update(area=float("nan")), "annotations[3]", "'area' must be a finite"),
+        (lambda d: d["annotations"][3].update(area=10**400), "annotations[3]", "'area' must be a finite number"),
     ],
 )
 def test_annotation_errors_name_file_and_row(tmp_path: Path, mutate: Any, row: str, message: str) -> None:
@@ -293,6 +296,28 @@ def test_annotation_errors_name_file_and_row(tmp_path: Path, mutate: Any, row: s
         read_tracking_annotation(path)
     assert str(err.value).startswith(f"{path}, row {row}: ")
     assert message in str(err.value)
+
+
+def test_ground_truth_as_the_dataset_class_reads_it(tmp_path: Path) -> None:
+    """mmtracking's MOTChallengeDatasetCustom._parse_ann_info: area <= 0, under a pixel or no overlap with the image
+    (touching its edge is none) drops a box; a frame's boxes keep the file's order (it decides exact ties)."""
+    doc = _doc()
+    later = [
+        {**doc["annotations"][0], "id": 7, "instance_id": 1},  # the same box, no area field: w * h
+        {**doc["annotations"][0], "id": 8, "instance_id": 8, "bbox": [199.5, 10, 5, 5]},  # half a pixel inside
+        {**doc["annotations"][0], "id": 9, "instance_id": 9, "bbox": [-5, 99, 5, 5]},  # ends at x = 0
+        {**doc["annotations"][0], "id": 10, "instance_id": 10, "bbox": [20, 100, 5, 5]},  # starts at y = height
+    ]
+    del later[0]["area"]
+    doc["annotations"][0]["area"] = 0  # 20 x 40, but area 0: dropped
+    doc["annotations"][2:2] = later
+    gt = read_tracking_annotation(_write(tmp_path, doc)).ground_truth["walk"]
+    assert gt.to_numpy().tolist()[:3] == [
+        [1, 3, 50.5, 5, 10, 30, 0],
+        [1, 1, 10, 10, 20, 40, 1],
+        [1, 8, 199.5, 10, 5, 5, 1],
+    ]
+    assert gt["frame"].tolist() == [1, 1, 1, 2]
 
 
 def test_annotation_not_json(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from oracle_env import MotmetricsOracle, assert_equal_to_oracle
 
 from egoeval.egohumans import fetching, tracking
 from egoeval.egohumans.formats import (
@@ -26,7 +27,7 @@ from egoeval.egohumans.formats import (
     read_tracking_annotation,
 )
 from egoeval.io import InputError, verify_manifest
-from egoeval.mot import read_mot
+from egoeval.mot import read_mot, write_mot
 from stages.egohumans import detect, fetch, sample, score, track
 
 REPO = Path(__file__).resolve().parents[1]
@@ -36,6 +37,7 @@ MODES = ["gt", "official", "file"]
 ANNOTATION = "benchmark/sample/all/coco_track/tracking_ego_rgb.json"
 OFFICIAL_PKL = "benchmark/sample/all/coco_track/detections_ego_rgb.pkl"
 FRAMES = "synthetic/*/ego/aria01/images/rgb/*.jpg"
+TRACKS = "data/egohumans/tracks"
 
 
 def _tree(root: Path) -> dict[str, str]:
@@ -339,24 +341,74 @@ def test_stage_cli_reports_bad_input(pipeline: Path, capsys: pytest.CaptureFixtu
     assert "egohumans.detect.yolo_weights is not set" in capsys.readouterr().err
 
 
-def test_scores_equal_py_motmetrics(pipeline: Path) -> None:
-    """The score stage's numbers (protocol official) are py-motmetrics' as mmtracking calls it, on the same files."""
-    from motmetrics_oracle import run_oracle
+def official_results(annotation: dict[str, Any], run: Path) -> dict[str, list[list[float]]]:
+    """A run's tracker rows ``[id, x1, y1, x2, y2, score]`` per image id of ``annotation``, as mmtracking holds
+    them (a video's MOTChallenge frame is its image's ``frame_id + 1``)."""
+    names = {video["id"]: video["name"] for video in annotation["videos"]}
+    image_of = {(names[img["video_id"]], img["frame_id"] + 1): img["id"] for img in annotation["images"]}
+    results: dict[str, list[list[float]]] = {str(img["id"]): [] for img in annotation["images"]}
+    for path in sorted(run.glob("*.txt")):
+        for r in read_mot(path, kind="pred").itertuples():
+            results[str(image_of[path.stem, r.frame])].append([r.id, r.x, r.y, r.x + r.w, r.y + r.h, r.conf])
+    return results
 
+
+def test_scores_equal_eval_mot(pipeline: Path, motmetrics_oracle: MotmetricsOracle) -> None:
+    """The score stage's numbers (protocol official) are EgoHumans' evaluation of the annotation it was given."""
     metrics = json.loads((pipeline / "metrics/egohumans.json").read_text())
-    gt = {p.stem: read_mot(p, kind="pred") for p in (pipeline / "data/egohumans/fetched/gt").glob("*.txt")}
+    annotation = json.loads((pipeline / "data/egohumans/sample" / ANNOTATION).read_text())
     for run in ("bytetrack-file", "botsort-gt"):
         assert metrics[run]["protocol"] == "official"
-        pred = {name: read_mot(pipeline / "data/egohumans/tracks" / run / f"{name}.txt", kind="pred") for name in gt}
-        theirs = run_oracle(gt, pred)["COMBINED"]
-        ours = metrics[run]["COMBINED"]
-        assert ours["IDF1"] == pytest.approx(100 * theirs["idf1"], abs=1e-9)
-        assert ours["MOTA"] == pytest.approx(100 * theirs["mota"], abs=1e-9)
-        assert (ours["IDSW"], ours["Frag"], ours["MT"]) == (
-            theirs["num_switches"],
-            theirs["num_fragmentations"],
-            theirs["mostly_tracked"],
-        )
+        theirs = motmetrics_oracle.evaluate(annotation, official_results(annotation, pipeline / TRACKS / run))
+        assert_equal_to_oracle(metrics[run], theirs)
+
+
+def test_official_score_reads_ground_truth_as_the_dataset_class(
+    pipeline: Path, motmetrics_oracle: MotmetricsOracle, tmp_path: Path
+) -> None:
+    """Boxes narrower or lower than a pixel, with area <= 0 or off the image are dropped and crowd boxes become
+    ignore boxes, as EgoHumans' dataset class reads the annotation; exact duplicates (a second person on one box,
+    tracker boxes under two ids) tie as lap 0.4.0 breaks them."""
+    source = _copy_sample(pipeline, tmp_path / "src")
+    annotation = json.loads((source / ANNOTATION).read_text())
+    images = {img["id"]: img for img in annotation["images"]}
+    added = []
+    for k, ann in enumerate(list(annotation["annotations"])[::5]):
+        img = images[ann["image_id"]]
+        x, y, w, h = ann["bbox"]
+        variants = [
+            {"bbox": [x, y, 0.5, h]},  # under a pixel wide
+            {"bbox": [x, y, w, 0.9]},  # under a pixel high
+            {"bbox": [img["width"] + 1, y, w, h]},  # right of the image
+            {"bbox": [x, -h, w, h]},  # ends exactly at the top edge
+            {"bbox": [x, y, w, h], "area": 0},  # area 0
+            {"bbox": [x, y, w, h], "iscrowd": 1},  # a crowd box on the person: an ignore box
+            {"bbox": [x, y, w, h], "instance_id": 1},  # a second person on the box, later in the file, lower id
+            {"bbox": [x + w - 1, y, w, h]},  # mostly off the person, still on the image (kept)
+        ]
+        extra = {**ann, "id": 10**6 + k, "instance_id": 900 + k % 40, "area": None, "iscrowd": 0, "ignore": 0}
+        extra |= variants[k % len(variants)]
+        extra["area"] = extra["bbox"][2] * extra["bbox"][3] if extra["area"] is None else extra["area"]
+        added.append(extra)
+    annotation["annotations"] += added
+    (source / ANNOTATION).write_text(json.dumps(annotation))
+    fetching.write_root_manifest(source, _fetch_params(source))
+    fetching.fetch(_fetch_params(source), tmp_path / "fetched")
+    tracks = tmp_path / "tracks"
+    shutil.copytree(pipeline / TRACKS / "bytetrack-gt", tracks / "bytetrack-gt")
+    (tracks / "duplicates").mkdir()
+    for path in (tracks / "bytetrack-gt").glob("*.txt"):  # every third box again under another id
+        rows = read_mot(path, kind="pred")
+        copies = rows.iloc[::3].assign(id=rows["id"].iloc[::3] + 5000)
+        write_mot(tracks / "duplicates" / path.name, pd.concat([rows, copies]))
+    runs = ["bytetrack-gt", "duplicates"]
+    ours = score.score(tmp_path / "fetched/gt", tracks, runs, 0.5, protocol="official")
+    for run in runs:
+        theirs = motmetrics_oracle.evaluate(annotation, official_results(annotation, tracks / run))
+        assert_equal_to_oracle(ours[run], theirs)
+    before = json.loads((pipeline / "metrics/egohumans.json").read_text())["bytetrack-gt"]["COMBINED"]["GT_Dets"]
+    gained = ours["bytetrack-gt"]["COMBINED"]["GT_Dets"] - before
+    assert 0 < gained < len(added)  # the second persons and most shifted boxes count, the rest were dropped
 
 
 def test_trackeval_protocol_equals_trackeval(pipeline: Path, tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from trackeval.datasets._base_dataset import _BaseDataset
 
 from egoeval.io import InputError
-from egoeval.mot import COLUMNS, read_mot, read_mot_folder, seqinfo_length, write_mot
+from egoeval.mot import COLUMNS, SeqInfo, read_mot, read_mot_folder, read_seqinfo, write_mot
 
 MOT = TEST_DATA / "mot"
 TUD = ["TUD-Campus", "TUD-Stadtmitte"]
@@ -197,14 +197,34 @@ def test_folder_layouts(tmp_path: Path) -> None:
         read_mot_folder(tmp_path / "nothing")
 
 
-def test_seqinfo_length(tmp_path: Path) -> None:
+def test_seqinfo(tmp_path: Path) -> None:
     gt = tmp_path / "S1" / "gt" / "gt.txt"
     gt.parent.mkdir(parents=True)
     gt.write_text(GOOD)
-    assert seqinfo_length(gt) is None
+    assert read_seqinfo(gt) is None
     (tmp_path / "S1" / "seqinfo.ini").write_text("[Sequence]\nname=S1\nseqLength=42\n")
-    assert seqinfo_length(gt) == 42
-    assert seqinfo_length(write(tmp_path, GOOD, "S1.txt")) is None  # flat layout has no seqinfo
-    (tmp_path / "S1" / "seqinfo.ini").write_text("[Sequence]\nname=S1\n")
-    with pytest.raises(InputError, match="seqLength"):
-        seqinfo_length(gt)
+    assert read_seqinfo(gt) == SeqInfo(42, None, None)
+    (tmp_path / "S1" / "seqinfo.ini").write_text("[Sequence]\nname=S1\nseqLength=42\nimWidth=640\nimHeight=480\n")
+    assert read_seqinfo(gt) == SeqInfo(42, 640, 480)
+    assert read_seqinfo(write(tmp_path, GOOD, "S1.txt")) is None  # flat layout has no seqinfo
+
+
+@pytest.mark.bad_input
+@pytest.mark.parametrize(
+    ("ini", "message"),
+    [
+        ("[Sequence]\nname=S1\n", "seqLength"),
+        ("[Sequence]\nseqLength=-1\n", "negative"),
+        ("[Sequence]\nseqLength=4\nimWidth=640\n", "imWidth and imHeight"),
+        ("[Sequence]\nseqLength=4\nimWidth=640\nimHeight=4.5\n", "imWidth and imHeight"),
+        ("[Sequence]\nseqLength=4\nimWidth=0\nimHeight=480\n", "must be positive"),
+    ],
+)
+def test_seqinfo_errors_name_the_file(tmp_path: Path, ini: str, message: str) -> None:
+    gt = tmp_path / "S1" / "gt" / "gt.txt"
+    gt.parent.mkdir(parents=True)
+    gt.write_text(GOOD)
+    (tmp_path / "S1" / "seqinfo.ini").write_text(ini)
+    with pytest.raises(InputError, match=message) as err:
+        read_seqinfo(gt)
+    assert str(err.value).startswith(str(tmp_path / "S1" / "seqinfo.ini"))

@@ -3,10 +3,11 @@
 Everything is validated on the way in; a bad value raises :class:`~egoeval.io.InputError` naming the file and the
 row (``annotations[12]``, ``images[3]``, a 1-based line of a text file, a 0-based parquet row, an image path).
 
-Ground truth follows the EgoHumans/mmtracking reading of the annotation: a box that misses the image, or is
-narrower or lower than one pixel, is dropped; ``ignore`` or ``iscrowd`` boxes are kept with ``conf == 0`` (the
-MOTChallenge mark for "ignore"); every other box has ``conf == 1``. Frames are MOTChallenge frames,
-``frame = frame_id + 1``.
+Ground truth follows the EgoHumans/mmtracking reading of the annotation (:func:`dataset_keeps`): a box with no
+overlap with its image, with ``area <= 0`` (the annotation's ``area``; ``w * h`` where it has none) or narrower or
+lower than one pixel is dropped; ``ignore`` or ``iscrowd`` boxes are kept with ``conf == 0`` (the MOTChallenge mark
+for "ignore"); every other box has ``conf == 1``. Frames are MOTChallenge frames, ``frame = frame_id + 1``; the
+boxes of a frame keep the annotation's order (mmtracking's, which decides exact ties in the matching).
 
 Images keep what the ego-motion work needs: ``extrinsics`` as a 4 x 4 world-to-camera matrix flattened row-major
 (the official 16 numbers; a 3 x 4 ``[R | t]`` gets the row ``0 0 0 1``; none: an empty list), ``time_stamp`` (the
@@ -118,7 +119,7 @@ class TrackingAnnotation:
     path: Path
     sequences: pd.DataFrame  # name, video_id, length (frames), images, width, height, fps (NaN when unknown)
     images: pd.DataFrame  # IMAGE_COLUMNS, sorted by sequence and frame; also "order" (mmtracking's image order)
-    ground_truth: dict[str, pd.DataFrame]  # sequence -> GT_COLUMNS, sorted by frame and id
+    ground_truth: dict[str, pd.DataFrame]  # sequence -> GT_COLUMNS by frame, a frame's boxes in file order
     dropped_videos: list[str]  # duplicate video names dropped (duplicate_videos="drop")
 
 
@@ -303,6 +304,7 @@ def _read_ground_truth(doc: dict[str, Any], path: Path, images: pd.DataFrame, vi
             strict=True,
         )
     ]
+    areas = _field(anns, "annotations", "area", path, default=None)
     time_stamps = _field(anns, "annotations", "time_stamp", path, default=None)
     positions = pd.Index(images["image_id"]).get_indexer(image_ids)
     _image_time_stamps(time_stamps, positions, images, path)
@@ -325,8 +327,8 @@ def _read_ground_truth(doc: dict[str, Any], path: Path, images: pd.DataFrame, vi
         if bad.size:
             raise InputError(path, message(int(bad[0])), row=f"annotations[{bad[0]}]")
     x, y, w, h = boxes.T
+    area = np.array([w[i] * h[i] if a is None else _area(a, path, i) for i, a in enumerate(areas)], dtype=np.float64)
     width, height = images["width"].to_numpy()[positions], images["height"].to_numpy()[positions]
-    overlaps = (np.minimum(x + w, width) > np.maximum(x, 0)) & (np.minimum(y + h, height) > np.maximum(y, 0))
     gt = pd.DataFrame(
         {
             "sequence": images["sequence"].to_numpy()[positions],
@@ -339,7 +341,38 @@ def _read_ground_truth(doc: dict[str, Any], path: Path, images: pd.DataFrame, vi
             "conf": np.where(ignored, 0.0, 1.0),
         }
     )
-    return gt[overlaps & (w >= 1) & (h >= 1)]
+    return gt[dataset_keeps(boxes, area, width, height)]
+
+
+def dataset_keeps(
+    boxes: np.ndarray, area: np.ndarray, width: np.ndarray | None = None, height: np.ndarray | None = None
+) -> np.ndarray:
+    """Which ground-truth boxes (``x, y, w, h`` rows) reach mmtracking's ``eval_mot``.
+
+    The rules of EgoHumans' dataset class (``MOTChallengeDatasetCustom._parse_ann_info`` in test mode,
+    rawalkhirodkar/egohumans' vendored mmtracking, the same as mmtracking 0.x's ``MOTChallengeDataset``): a box is
+    dropped when ``inter_w * inter_h == 0`` (``inter_w = max(0, min(x + w, width) - max(x, 0))``: no overlap with
+    its image), when ``area <= 0``, or when ``w < 1`` or ``h < 1``. Without an image size (``width`` None) the
+    overlap rule is not applied.
+    """
+    x, y, w, h = boxes.T
+    keep = (area > 0) & (w >= 1) & (h >= 1)
+    if width is not None and height is not None:
+        inter_w = np.maximum(0, np.minimum(x + w, width) - np.maximum(x, 0))
+        inter_h = np.maximum(0, np.minimum(y + h, height) - np.maximum(y, 0))
+        keep &= inter_w * inter_h != 0
+    return keep
+
+
+def _area(value: Any, path: Path, index: int) -> float:
+    """An annotation's ``area``: a finite number."""
+    try:
+        area = float(value) if isinstance(value, int | float) and not isinstance(value, bool) else np.nan
+    except OverflowError:
+        area = np.nan
+    if not np.isfinite(area):
+        raise InputError(path, f"'area' must be a finite number, got {str(value)[:40]}", row=f"annotations[{index}]")
+    return area
 
 
 def _image_time_stamps(values: list[Any], positions: np.ndarray, images: pd.DataFrame, path: Path) -> None:
@@ -369,7 +402,7 @@ def read_tracking_annotation(path: str | os.PathLike[str], duplicate_videos: str
     images = _read_images(doc, path, videos)
     gt = _read_ground_truth(doc, path, images, videos)
     ground_truth = {
-        name: gt.loc[gt["sequence"] == name, GT_COLUMNS].sort_values(["frame", "id"]).reset_index(drop=True)
+        name: gt.loc[gt["sequence"] == name, GT_COLUMNS].sort_values("frame", kind="stable").reset_index(drop=True)
         for name in sorted(videos["name"])
     }
     # mmtracking's image order (list-layout detections): videos in file order, then frame_id

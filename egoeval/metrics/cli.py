@@ -6,9 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+
+from egoeval.egohumans.formats import dataset_keeps
 from egoeval.io import InputError, write_json
 from egoeval.metrics import PROTOCOLS, score_protocol
-from egoeval.mot import read_mot, read_mot_folder, seqinfo_length
+from egoeval.mot import SeqInfo, read_mot, read_mot_folder, read_seqinfo
 
 TABLE = ["HOTA", "DetA", "AssA", "LocA", "MOTA", "MOTP", "IDF1", "IDP", "IDR"]
 TABLE_COUNTS = ["IDSW", "FP", "FN", "Frag", "MT", "PT", "ML"]
@@ -19,9 +23,10 @@ def main(argv: list[str] | None = None) -> int:
         prog="egoeval score-tracks",
         description="Score MOTChallenge tracker output against ground truth. Protocol trackeval: TrackEval's "
         "MOT15 semantics (gt rows with conf 0 are dropped, no class filtering). Protocol official: EgoHumans' "
-        "evaluation, mmtracking's eval_mot on py-motmetrics 1.4.0 (gt rows with conf 0 are ignore boxes), with "
-        "TrackEval's HOTA beside it. Both folders hold <seq>.txt files; the ground truth may instead be a "
-        "MOTChallenge tree <seq>/gt/gt.txt (with seqinfo.ini).",
+        "evaluation, mmtracking's eval_mot on py-motmetrics 1.4.0 with lap 0.4.0's assignment (gt rows with conf 0 "
+        "are ignore boxes; gt boxes under 1 px, and those outside the image of seqinfo.ini's imWidth x imHeight, "
+        "are dropped as EgoHumans' dataset class drops them), with TrackEval's HOTA beside it. Both folders hold "
+        "<seq>.txt files; the ground truth may instead be a MOTChallenge tree <seq>/gt/gt.txt (with seqinfo.ini).",
     )
     parser.add_argument("gt_dir", type=Path, help="ground-truth folder")
     parser.add_argument("pred_dir", type=Path, help="tracker output folder (<seq>.txt)")
@@ -53,16 +58,36 @@ def score_folders(gt_dir: Path, pred_dir: Path, protocol: str = "trackeval") -> 
         print(f"egoeval score-tracks: {pred_files[seq]} has no ground truth: ignored", file=sys.stderr)
     gt = {seq: read_mot(path, kind="pred") for seq, path in gt_files.items()}  # conf 0 rows: the protocol decides
     pred = {seq: read_mot(path, kind="pred") for seq, path in pred_files.items() if seq in gt}
-    lengths: dict[str, int] = {}
+    infos: dict[str, SeqInfo] = {}
     for seq, path in gt_files.items():
-        length = seqinfo_length(path)
-        if length is None:
+        info = read_seqinfo(path)
+        if info is None:
             continue
         for frame, source in ((gt[seq], path), (pred.get(seq), pred_files.get(seq))):
-            if frame is not None and len(frame) and frame["frame"].max() > length:
-                raise InputError(source, f"frame {frame['frame'].max()} lies beyond seqLength {length} of {seq}")
-        lengths[seq] = length
-    return score_protocol(gt, pred, protocol, seq_lengths=lengths)
+            if frame is not None and len(frame) and frame["frame"].max() > info.length:
+                raise InputError(source, f"frame {frame['frame'].max()} lies beyond seqLength {info.length} of {seq}")
+        infos[seq] = info
+    if protocol == "official":
+        gt = {seq: dataset_ground_truth(seq, frame, infos.get(seq)) for seq, frame in gt.items()}
+    return score_protocol(gt, pred, protocol, seq_lengths={seq: info.length for seq, info in infos.items()})
+
+
+def dataset_ground_truth(seq: str, gt: pd.DataFrame, info: SeqInfo | None) -> pd.DataFrame:
+    """The rows EgoHumans' dataset class passes on to ``eval_mot`` (:func:`egoeval.egohumans.formats.dataset_keeps`,
+    with ``area = w * h`` as mmtracking's ``mot2coco`` writes it). Without an image size in seqinfo.ini the boxes
+    outside the image cannot be told, so they are kept (said on stderr); the size rules still apply."""
+    boxes = gt[["x", "y", "w", "h"]].to_numpy(np.float64)
+    area = boxes[:, 2] * boxes[:, 3]
+    if info is None or info.width is None:
+        print(
+            f"egoeval score-tracks: {seq}: no imWidth/imHeight (<seq>/seqinfo.ini): ground-truth boxes outside the "
+            "image are kept, those under 1 px dropped",
+            file=sys.stderr,
+        )
+        keep = dataset_keeps(boxes, area)
+    else:
+        keep = dataset_keeps(boxes, area, info.width, info.height)
+    return gt[keep].reset_index(drop=True)
 
 
 def format_table(results: dict[str, dict]) -> str:

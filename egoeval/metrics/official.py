@@ -11,15 +11,18 @@ without py-motmetrics (which needs NumPy < 2 through mmtracking) and without its
   with IoF > ``ignore_iof`` is removed before accumulation (never counted);
 - a frame with no ground truth and no (remaining) tracker box is skipped;
 - per frame, first every ground-truth object keeps the tracker id it was **last** matched to, however many frames
-  ago (py-motmetrics' ``m``), when that box still matches; the rest by a minimum-cost assignment (SciPy's solver on
-  py-motmetrics' expensive-edge matrix); a match to another id than the last one is an ID switch;
+  ago (py-motmetrics' ``m``), when that box still matches; the rest by a minimum-cost assignment on py-motmetrics'
+  expensive-edge matrix, solved as mmtracking's environment solves it: lap 0.4.0's LAPJV (``egoeval.metrics.lapjv``),
+  which decides exact ties (duplicate boxes); a match to another id than the last one is an ID switch;
 - MT/PT/ML: matched share of the frames where the object is present (>= 0.8, [0.2, 0.8), < 0.2); Frag: runs of
   misses between the object's first and last match (frames where it is absent do not count);
 - IDF1/IDP/IDR: one global assignment maximising the frames a ground-truth id and a tracker id match;
 - a sequence without a single accumulated frame is left out of the per-sequence table and of the overall numbers
   (mmtracking's empty videos); OVERALL sums the counts and recomputes the ratios (py-motmetrics' ``compute_overall``).
 
-HOTA is not part of this path; the stage adds TrackEval's HOTA beside it (``egoeval.metrics``).
+Ground truth reaches it as EgoHumans' dataset class reads it (``egoeval.egohumans.formats.dataset_keeps``: the
+fetch stage applies it to the annotation, ``score-tracks`` to MOTChallenge files). HOTA is not part of this path;
+the stage adds TrackEval's HOTA beside it (``egoeval.metrics``).
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ from dataclasses import dataclass, fields
 import numpy as np
 import pandas as pd
 from scipy.optimize import linear_sum_assignment
+
+from egoeval.metrics.lapjv import LARGE, lapjv
 
 OVERLAP_EPS = np.float32(1e-6)  # mmdet bbox_overlaps' eps
 
@@ -64,17 +69,18 @@ def overlaps(a: np.ndarray, b: np.ndarray, mode: str = "iou") -> np.ndarray:
     """mmdet's ``bbox_overlaps`` (float32, non-legacy coordinates), vectorised: IoU, or IoF over ``a``'s area."""
     if len(a) == 0 or len(b) == 0:
         return np.zeros((len(a), len(b)), dtype=np.float32)
-    a3, b3 = a[:, None, :], b[None, :, :]
-    area_a = (a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1])
-    area_b = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
-    width = np.maximum(np.minimum(a3[..., 2], b3[..., 2]) - np.maximum(a3[..., 0], b3[..., 0]), np.float32(0))
-    height = np.maximum(np.minimum(a3[..., 3], b3[..., 3]) - np.maximum(a3[..., 1], b3[..., 1]), np.float32(0))
+    return pair_overlaps(a[:, None, :], b[None, :, :], mode)
+
+
+def pair_overlaps(a: np.ndarray, b: np.ndarray, mode: str = "iou") -> np.ndarray:
+    """:func:`overlaps` of boxes paired element by element (broadcast ``a`` and ``b``: ``[..., 4]``), the same float32
+    operations in the same order."""
+    area_a = (a[..., 2] - a[..., 0]) * (a[..., 3] - a[..., 1])
+    area_b = (b[..., 2] - b[..., 0]) * (b[..., 3] - b[..., 1])
+    width = np.maximum(np.minimum(a[..., 2], b[..., 2]) - np.maximum(a[..., 0], b[..., 0]), np.float32(0))
+    height = np.maximum(np.minimum(a[..., 3], b[..., 3]) - np.maximum(a[..., 1], b[..., 1]), np.float32(0))
     overlap = width * height
-    union = (
-        area_a[:, None] + area_b[None, :] - overlap
-        if mode == "iou"
-        else np.broadcast_to(area_a[:, None], overlap.shape)
-    )
+    union = area_a + area_b - overlap if mode == "iou" else np.broadcast_to(area_a, overlap.shape)
     return overlap / np.maximum(union, OVERLAP_EPS)
 
 
@@ -89,15 +95,23 @@ def _expensive_edges(costs: np.ndarray) -> np.ndarray:
 
 
 def assign(costs: np.ndarray) -> list[tuple[int, int]]:
-    """py-motmetrics' ``linear_sum_assignment`` with the SciPy solver: finite pairs of the optimal assignment."""
+    """py-motmetrics' ``linear_sum_assignment`` as mmtracking's environment runs it (``lsa_solve_lapjv`` on lap
+    0.4.0): the finite pairs of LAPJV's assignment of the expensive-edge matrix, by row.
+
+    Fast path: when no row and no column holds two finite costs, every optimal assignment takes all of them (leaving
+    one out costs at least the expensive constant minus what the others can save, which is >= 1), and LAPJV returns
+    an optimal one as long as each column of its padded matrix has a cost below its ``LARGE`` (which it otherwise
+    takes for infinity): all costs there are at most the expensive constant + 1, hence the bound below.
+    """
     valid = np.isfinite(costs)
     if not valid.any():
-        return []
+        return []  # py-motmetrics solves a zero matrix, and every pair is then a missing edge
     rows, cols = np.nonzero(valid)
-    if len(np.unique(rows)) == len(rows) and len(np.unique(cols)) == len(cols):
-        return list(zip(rows.tolist(), cols.tolist(), strict=True))  # disjoint edges: all of them are optimal
-    rids, cids = linear_sum_assignment(_expensive_edges(costs))
-    return [(i, j) for i, j in zip(rids.tolist(), cids.tolist(), strict=True) if valid[i, j]]
+    forced = len(np.unique(rows)) == len(rows) and len(np.unique(cols)) == len(cols)
+    if forced and 2 * min(costs.shape) * (np.abs(costs[valid]).max() + 1) + 2 < LARGE:
+        return list(zip(rows.tolist(), cols.tolist(), strict=True))
+    row_to_col = lapjv(_expensive_edges(costs))
+    return [(i, j) for i, j in enumerate(row_to_col.tolist()) if j >= 0 and valid[i, j]]
 
 
 def accumulate(gt: pd.DataFrame, pred: pd.DataFrame, iou_threshold: float = 0.5, ignore_iof: float = 0.5) -> Counts:
@@ -114,90 +128,108 @@ def accumulate(gt: pd.DataFrame, pred: pd.DataFrame, iou_threshold: float = 0.5,
     bounds = np.append(frames, np.iinfo(np.int64).max)
     o_at, h_at = np.searchsorted(o_frames, bounds), np.searchsorted(h_frames, bounds)
     i_at = np.searchsorted(i_frames, np.stack([frames, frames + 1]))  # ignore boxes of exactly that frame
-    max_dist = np.float32(1 - iou_threshold)  # eval_mot compares float32 distances with its distance threshold
+    gi, hj, p_at = _frame_pairs(o_at, h_at)
+    dists = (np.float32(1) - pair_overlaps(o_boxes[gi], h_boxes[hj])).astype(np.float64)  # every frame's matrix
+    dists[dists > np.float32(1 - iou_threshold)] = np.nan  # eval_mot compares float32 distances with its threshold
 
     counts = Counts()
+    kept = np.ones(len(h_ids), dtype=bool)  # tracker boxes left after the ignore rule
+    matched = np.zeros(len(o_ids), dtype=bool)  # ground-truth rows matched (MATCH or SWITCH)
     last_hid: dict[int, int] = {}  # py-motmetrics' m: object -> the tracker id it was last matched to
-    present: dict[int, int] = {}
-    tracked: dict[int, int] = {}
-    seen: dict[int, bool] = {}  # an object matched at least once (its track span has begun)
-    pending: dict[int, bool] = {}  # a run of misses after a match, not yet closed by a match
-    pair_tp: dict[tuple[int, int], int] = {}
+    o_list, h_list = o_ids.tolist(), h_ids.tolist()
     for t in range(len(frames)):
-        oids = o_ids[o_at[t] : o_at[t + 1]]
-        hids = h_ids[h_at[t] : h_at[t + 1]]
-        hb = h_boxes[h_at[t] : h_at[t + 1]]
-        dist = (np.float32(1) - overlaps(o_boxes[o_at[t] : o_at[t + 1]], hb)).astype(np.float64)
-        dist[dist > max_dist] = np.nan
-        ignore_boxes = i_boxes[i_at[0, t] : i_at[1, t]]
-        if len(ignore_boxes) and len(hids):
-            unmatched = np.ones(len(hids), dtype=bool)
+        (o0, o1), (h0, h1) = o_at[t : t + 2].tolist(), h_at[t : t + 2].tolist()
+        dist = dists[p_at[t] : p_at[t + 1]].reshape(o1 - o0, h1 - h0)
+        hids = h_list[h0:h1]
+        if i_at[1, t] > i_at[0, t] and h1 > h0:
+            unmatched = np.ones(h1 - h0, dtype=bool)
             for _, j in assign(dist):
                 unmatched[j] = False
-            drop = unmatched & (overlaps(hb, ignore_boxes, mode="iof") > np.float32(ignore_iof)).any(axis=1)
-            hids, dist = hids[~drop], dist[:, ~drop]
+            iof = overlaps(h_boxes[h0:h1], i_boxes[i_at[0, t] : i_at[1, t]], mode="iof")
+            drop = unmatched & (iof > np.float32(ignore_iof)).any(axis=1)
+            kept[h0:h1] = ~drop
+            hids, dist = [h for h, k in zip(hids, kept[h0:h1].tolist(), strict=True) if k], dist[:, ~drop]
         if dist.shape == (0, 0):
             continue
         counts.frames += 1
-        counts.objects += len(oids)
-        counts.predictions += len(hids)
-        for i, j in zip(*np.nonzero(np.isfinite(dist)), strict=True):
-            key = (int(oids[i]), int(hids[j]))
-            pair_tp[key] = pair_tp.get(key, 0) + 1
-        o_done = np.zeros(len(oids), dtype=bool)
-        h_done = np.zeros(len(hids), dtype=bool)
-        if len(oids) and len(hids):
-            column = {int(h): j for j, h in enumerate(hids.tolist())}
-            for i, o in enumerate(oids.tolist()):  # 1. keep each object's last match where it still matches
-                j = column.get(last_hid[o]) if o in last_hid else None
-                if j is not None and not h_done[j] and np.isfinite(dist[i, j]):
-                    o_done[i] = h_done[j] = True
-                    counts.matches += 1
-                    counts.distance_sum += dist[i, j]
+        if dist.size == 0:
+            continue
+        d = dist.tolist()
+        o_done, h_done = [False] * len(d), [False] * len(hids)
+        column = {h: j for j, h in enumerate(hids)}
+        for i in range(len(d)):  # 1. keep each object's last match where it still matches
+            j = column.get(last_hid.get(o_list[o0 + i]))
+            if j is not None and not h_done[j] and d[i][j] == d[i][j]:  # not NaN
+                o_done[i] = h_done[j] = True
+                counts.matches += 1
+                counts.distance_sum += d[i][j]
+        if not all(o_done) and not all(h_done):
             rest = dist.copy()
             rest[o_done, :] = np.nan
             rest[:, h_done] = np.nan
             for i, j in assign(rest):  # 2. the rest by a minimum-cost assignment
-                o, h = int(oids[i]), int(hids[j])
-                if o in last_hid and last_hid[o] != h:
+                o, h = o_list[o0 + i], hids[j]
+                if last_hid.get(o, h) != h:
                     counts.switches += 1
                 else:
                     counts.matches += 1
-                counts.distance_sum += dist[i, j]
-                o_done[i] = h_done[j] = True
+                counts.distance_sum += d[i][j]
+                o_done[i] = True
                 last_hid[o] = h
-        counts.misses += int((~o_done).sum())
-        counts.false_positives += int((~h_done).sum())
-        for o, done in zip(oids.tolist(), o_done.tolist(), strict=True):
-            present[o] = present.get(o, 0) + 1
-            if done:
-                tracked[o] = tracked.get(o, 0) + 1
-                if pending.get(o):
-                    counts.fragmentations += 1
-                seen[o], pending[o] = True, False
-            elif seen.get(o):
-                pending[o] = True
-    for o, n in present.items():
-        ratio = tracked.get(o, 0) / n
-        if ratio >= 0.8:
-            counts.mostly_tracked += 1
-        elif ratio >= 0.2:
-            counts.partially_tracked += 1
-        else:
-            counts.mostly_lost += 1
-    counts.idtp = _idtp(pair_tp)
+        matched[o0:o1] = o_done
+    counts.objects, counts.predictions = len(o_ids), int(kept.sum())
+    counts.misses = counts.objects - int(matched.sum())
+    counts.false_positives = counts.predictions - counts.matches - counts.switches
+    _track_coverage(counts, o_ids, matched)
+    finite = np.isfinite(dists) & kept[hj]  # pairs within matching distance, in accumulated frames
+    counts.idtp = _idtp(o_ids[gi[finite]], h_ids[hj[finite]])
     return counts
 
 
-def _idtp(pair_tp: dict[tuple[int, int], int]) -> int:
-    """The most frames a one-to-one pairing of ground-truth and tracker ids can match (py-motmetrics' IDTP)."""
-    if not pair_tp:
+def _frame_pairs(o_at: np.ndarray, h_at: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every (ground-truth row, tracker row) of the same frame, frame by frame in row-major order: their row indices
+    and where each frame's ``n_o x n_h`` block starts."""
+    n_o, n_h = np.diff(o_at), np.diff(h_at)
+    sizes = n_o * n_h
+    p_at = np.concatenate([[0], np.cumsum(sizes)])
+    frame = np.repeat(np.arange(len(sizes)), sizes)
+    k = np.arange(p_at[-1]) - p_at[frame]
+    return o_at[frame] + k // n_h[frame], h_at[frame] + k % n_h[frame], p_at
+
+
+def _track_coverage(counts: Counts, o_ids: np.ndarray, matched: np.ndarray) -> None:
+    """MT/PT/ML (matched share of the frames where the object is present) and Frag (a match after a run of misses
+    that follows an earlier match), from the rows in frame order."""
+    order = np.argsort(o_ids, kind="stable")  # by object, frames ascending within each
+    ids, hit = o_ids[order], matched[order]
+    _, start, present = np.unique(ids, return_index=True, return_counts=True)
+    tracked = np.add.reduceat(hit.astype(np.int64), start) if len(ids) else np.zeros(0, np.int64)
+    ratio = tracked / np.maximum(present, 1)
+    counts.mostly_tracked = int((ratio >= 0.8).sum())
+    counts.partially_tracked = int(((ratio >= 0.2) & (ratio < 0.8)).sum())
+    counts.mostly_lost = int((ratio < 0.2).sum())
+    first = np.zeros(len(ids), dtype=bool)
+    first[start] = True
+    earlier = np.cumsum(hit) - hit  # hits on earlier rows, over all objects
+    earlier -= earlier[start][np.repeat(np.arange(len(start)), present)]  # ... of the same object
+    after_miss = np.zeros(len(ids), dtype=bool)
+    after_miss[1:] = ~hit[:-1]
+    counts.fragmentations = int((hit & after_miss & ~first & (earlier > 0)).sum())
+
+
+def _idtp(oids: np.ndarray, hids: np.ndarray) -> int:
+    """The most frames a one-to-one pairing of ground-truth and tracker ids can match (py-motmetrics' IDTP), from
+    every (object, tracker id) pair within matching distance, one per frame.
+
+    py-motmetrics finds it with LAPJV too, on integer costs where every column has a cost below LAPJV's ``LARGE``
+    (an id seen in fewer than a million frames), so LAPJV is exact there: only the optimum's value counts, and any
+    exact solver gives it."""
+    if len(oids) == 0:
         return 0
-    pairs = np.array(list(pair_tp), dtype=np.int64)
-    rows, oi = np.unique(pairs[:, 0], return_inverse=True)
-    cols, hi = np.unique(pairs[:, 1], return_inverse=True)
+    rows, oi = np.unique(oids, return_inverse=True)
+    cols, hi = np.unique(hids, return_inverse=True)
     weights = np.zeros((len(rows), len(cols)))
-    weights[oi, hi] = list(pair_tp.values())
+    np.add.at(weights, (oi, hi), 1)
     r, c = linear_sum_assignment(weights, maximize=True)
     return int(weights[r, c].sum())
 

@@ -26,6 +26,7 @@ Extrinsics are the world-to-camera 4 x 4 matrix (row-major, OpenCV camera axes) 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import pickle
 from dataclasses import dataclass
@@ -77,6 +78,15 @@ class Person:
 
 
 # ----------------------------------------------------------------------------------------- scene simulation
+def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b`` for 2-D arrays without BLAS: BLAS kernels differ in the last bit between CPUs (AVX-512 vs AVX2),
+    so the sample's bytes would depend on the machine; products and sums in a fixed order do not."""
+    return (a[:, :, None] * b[None, :, :]).sum(axis=1)
+
+
+def _apply(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
+    """``matrix @ vector`` without BLAS (see ``_matmul``)."""
+    return _matmul(matrix, vector[:, None])[:, 0]
 
 
 def _rotation(yaw: float, pitch_down: float, roll: float) -> np.ndarray:
@@ -88,7 +98,7 @@ def _rotation(yaw: float, pitch_down: float, roll: float) -> np.ndarray:
     r_pitch = np.array([[1, 0, 0], [0, cp, -sp], [0, sp, cp]])
     r_roll = np.array([[cr, -sr, 0], [sr, cr, 0], [0, 0, 1]])
     flip = np.diag([1.0, -1.0, 1.0])  # camera y points down, world y up
-    return (r_yaw @ r_pitch @ r_roll @ flip).T
+    return _matmul(_matmul(_matmul(r_yaw, r_pitch), r_roll), flip).T
 
 
 def _glances(rng: np.random.Generator, t: np.ndarray) -> np.ndarray:
@@ -136,7 +146,7 @@ def _people(rng: np.random.Generator, params: SampleParams) -> list[Person]:
         height, speed = rng.uniform(1.55, 1.9), rng.uniform(0.9, 1.5)
         pos = np.array([rng.uniform(*ARENA_X), rng.uniform(*ARENA_Z)])
         target = np.array([rng.uniform(*ARENA_X), rng.uniform(*ARENA_Z)])
-        heading, phase, pause, moving = (target - pos) / np.linalg.norm(target - pos), 0.0, 0, 0.0
+        heading, phase, pause, moving = (target - pos) / math.hypot(*(target - pos)), 0.0, 0, 0.0
         positions, headings, phases, movings = [], [], [], []
         for _ in range(params.frames):
             if pause > 0:
@@ -144,7 +154,7 @@ def _people(rng: np.random.Generator, params: SampleParams) -> list[Person]:
                 moving = max(0.0, moving - 0.2)
             else:
                 delta = target - pos
-                dist = float(np.linalg.norm(delta))
+                dist = math.hypot(*delta)  # not np.linalg.norm: BLAS (see _matmul)
                 if dist < speed * dt:
                     target = np.array([rng.uniform(*ARENA_X), rng.uniform(*ARENA_Z)])
                     pause = int(rng.integers(0, int(params.fps))) if rng.random() < 0.3 else 0
@@ -213,7 +223,7 @@ def _figure(
         joints[f"arm_{name}0"] = arm_root
         joints[f"arm_{name}1"] = arm_root + 0.36 * h * (fwd * np.sin(angle) - up * np.cos(angle))
     names = list(joints)
-    cam = (np.stack([joints[n] for n in names]) - centre) @ rot.T
+    cam = _matmul(np.stack([joints[n] for n in names]) - centre, rot.T)
     if cam[:, 2].min() < NEAR:
         return None
     pix = focal * cam[:, :2] / cam[:, 2:3] + principal
@@ -270,7 +280,7 @@ def _rays(width: int, height: int, focal: float) -> np.ndarray:
 def _background(rot: np.ndarray, centre: np.ndarray, rays: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
     """Sky gradient above the horizon, a fogged 2 m checkerboard ground below; ray-cast at half resolution."""
     w, h = shape
-    dirs = rays @ rot.astype(np.float32)  # camera rays in world axes
+    dirs = _matmul(rays, rot.astype(np.float32))  # camera rays in world axes
     sine = dirs[:, 1] / np.sqrt((dirs * dirs).sum(axis=1))  # sine of the ray's elevation
     t = -np.float32(centre[1]) / np.minimum(dirs[:, 1], np.float32(-1e-6))  # distance along the ray to the ground
     gx, gz = centre[0] + t * dirs[:, 0], centre[2] + t * dirs[:, 2]
@@ -407,11 +417,11 @@ def _detection_roots(
     for n, ((x1, y1, x2, y2, _), source) in enumerate(zip(boxes, sources, strict=True)):
         ray = np.array([((x1 + x2) / 2 - principal[0]) / focal, ((y1 + y2) / 2 - principal[1]) / focal, 1.0])
         if source >= 0:
-            depth = float((rotation @ (np.array(truths[source].root) - centre))[2])
+            depth = float(_apply(rotation, np.array(truths[source].root) - centre)[2])
         else:
             depth = focal * 1.7 / max(y2 - y1, 1.0)
         depth *= float(np.exp(rng.normal(0, DEPTH_ERROR)))
-        roots[n] = centre + rotation.T @ (ray * depth)
+        roots[n] = centre + _apply(rotation.T, ray * depth)
     return np.round(roots, 3)
 
 
@@ -490,7 +500,7 @@ def _generate_into(root: Path, params: SampleParams) -> None:
                 raise RuntimeError(f"JPEG encoding failed for {file_name}")
             atomic_write_bytes(root / file_name, jpeg.tobytes())
             extrinsics = np.eye(4)
-            extrinsics[:3] = np.hstack([rotations[i], (-rotations[i] @ centres[i])[:, None]])
+            extrinsics[:3] = np.hstack([rotations[i], _apply(-rotations[i], centres[i])[:, None]])
             calib = _calibration_text(focal, w, h, extrinsics)
             atomic_write_text(root / f"{camera_dir}/calib/{time_stamp:05d}.txt", calib)
             boxes, sources = _detect(det_rng, truths, w, h)

@@ -107,7 +107,7 @@ class Runner:
         if setting == "pipeline":
             description, error = self.descriptions.get(clip_id, ("", "the clip is not in descriptions.parquet"))
             if self.protocol == "official" and error == NO_DESCRIPTION:
-                error = ""  # the official code sends the dataset's blank description as is, in its  quotes
+                error = ""  # the official code sends a blank description as is, between its triple quotes
             elif not description.strip():
                 error = error or "empty description"
             if error:

@@ -196,6 +196,7 @@ def test_very_long_text_is_fast() -> None:
         single("<think>" * 20_000 + "$" * 100_000 + "I" + " " * 100_000)  # linear-time patterns: no hang
 
 
+@pytest.mark.bad_input
 def test_a_number_of_any_length_is_read_or_out_of_range() -> None:
     with pytest.raises(ParseFailure, match="out of range 1-5"):
         single("Answer: 1" + "9" * 5000)  # int() refuses more than 4,300 digits: the parser never asks it

@@ -538,6 +538,7 @@ def test_the_key_is_redacted_before_an_error_is_cut_and_from_every_completion(tm
     assert all(secret.encode() not in file.read_bytes() for file in tmp_path.rglob("*") if file.is_file())
 
 
+@pytest.mark.bad_input
 def test_an_endpoint_quoting_the_key_json_escaped_is_redacted_too(monkeypatch) -> None:
     secret = "sk-escaped-key-0123456789"
     escaped = "".join(f"\\u{ord(c):04x}" for c in secret)  # the same key, as JSON may spell it
@@ -611,6 +612,7 @@ def test_nothing_listening_is_said_at_once_naming_the_address_and_the_param(tmp_
     assert "check base_url of model 'm' in params.yaml" in message
 
 
+@pytest.mark.bad_input
 @pytest.mark.parametrize("count", [FIRST_CALLS - 1, FIRST_CALLS])
 def test_rejections_are_one_requests_failure_unless_the_first_calls_all_are(tmp_path: Path, count: int) -> None:
     from concurrent.futures import ThreadPoolExecutor

@@ -232,8 +232,10 @@ def gather_answers(root: Path, objects: Path, folder: Path, findings: Findings) 
             table = pd.read_parquet(blob)
             if "request_key" in table:
                 answered = table[(table["error"] == "") & (table["request_key"] != "")]
-                pairs = zip(answered["request_key"], answered[column], strict=True)
-                from_outputs += cache.seed(pairs, {"source": f"pinned {path}"})
+                served = answered["served_model"] if "served_model" in answered else pd.Series("", answered.index)
+                for name, group in answered.groupby(served, sort=True):  # the served model travels with its answers
+                    pairs = zip(group["request_key"], group[column], strict=True)
+                    from_outputs += cache.seed(pairs, {"source": f"pinned {path}", "served_model": str(name)})
     findings.note(f"model answers: {from_local} from the local response cache, {from_outputs} more from pinned outputs")
     return unpulled
 

@@ -1,9 +1,10 @@
 """The durable response cache: SQLite in WAL mode, one committed row per successful model call.
 
 Keyed by ``request_key`` (backend, model, protocol, messages with images by sha256, decoding); requests carry no
-credentials, so neither does the cache. Every ``put`` commits at once: a crash, even SIGKILL, loses at most
-the calls in flight. Safe for many threads (one connection each; writes take turns on a lock) and many processes (SQLite
-locking, with a busy timeout).
+credentials and replies reach it with the key redacted (``egoeval.backends.openai``), so the cache holds none.
+Each row keeps the reply and its meta (backend, model, the model the endpoint named as serving it, seconds). Every
+``put`` commits at once: a crash, even SIGKILL, loses at most the calls in flight. Safe for many threads (one
+connection each; writes take turns on a lock) and many processes (SQLite locking, with a busy timeout).
 """
 
 from __future__ import annotations
@@ -97,13 +98,24 @@ class ResponseCache:
                 connection = self._connect()
         return connection
 
-    def get(self, key: str) -> str | None:
+    def entry(self, key: str) -> tuple[str, dict[str, Any]] | None:
+        """The stored response and its meta, or None."""
         with _named(self.path):
-            row = self._connection().execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
-        return None if row is None else row[0]
+            row = self._connection().execute("SELECT response, meta FROM responses WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        try:
+            meta = json.loads(row[1])
+        except ValueError:
+            meta = {}
+        return row[0], meta if isinstance(meta, dict) else {}
 
-    def put(self, key: str, response: str, meta: dict[str, Any]) -> str:
-        """Store a successful response, committed before returning; returns the stored value.
+    def get(self, key: str) -> str | None:
+        found = self.entry(key)
+        return None if found is None else found[0]
+
+    def put(self, key: str, response: str, meta: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """Store a successful response, committed before returning; returns the stored response and meta.
 
         A key already stored (e.g. by another process racing on the same request) keeps its first value,
         and that value is returned, so every user of the cache sees one answer per key.
@@ -115,9 +127,9 @@ class ResponseCache:
                 (key, response, json.dumps(meta, sort_keys=True), time.time()),
             )
         if cursor.rowcount == 1:
-            return response
-        stored = self.get(key)
-        return response if stored is None else stored
+            return response, meta
+        stored = self.entry(key)
+        return (response, meta) if stored is None else stored
 
     def seed(self, answers: Iterable[tuple[str, str]], meta: dict[str, Any]) -> int:
         """Store ``(key, response)`` pairs not yet stored (a key keeps its first value); returns how many were new."""

@@ -2,9 +2,12 @@
 
 ``OpenAIServer`` runs http.server.ThreadingHTTPServer in a background thread on an ephemeral port. It has a
 fixed latency, a scripted answer policy (``KeyedPolicy`` answers EgoNormia questions correctly from an
-answer key by reading the displayed options back out of the prompt), and fault injection: by schedule
-(the n-th request overall), per distinct request (its first k attempts) or at random by fraction. It
-records every request (headers and JSON body) and the peak number of requests in flight.
+answer key by reading the displayed options back out of the prompt; a policy returns the reply text, a ``Served``
+reply with a refusal field or a finish reason beside its content, or raises ``Fault``), and fault injection: by
+schedule (the n-th request overall), per distinct request (its first k attempts) or at random by fraction. Replies
+name the requested model as served unless ``served_model`` says otherwise; ``echo_auth`` starts every completion
+with the request's Authorization header, as a careless proxy might. It records every request (headers and JSON
+body) and the peak number of requests in flight.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import hashlib
 import json
 import random
 import re
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -39,9 +43,13 @@ FAULTS = (
     "empty",
     "html",
     "refusal",
-    "trickle",
+    "trickle",  # a reply body that never ends: a byte every 0.1 s
+    "trickle_headers",  # the status line and headers a byte every 0.1 s
+    "gzip",  # 200, Content-Encoding gzip, a body that is not gzip
+    "error_object",  # 200 whose body is an error object, not a completion
+    "huge",  # a valid completion of huge_bytes characters, whatever max_tokens asked
 )
-Policy = Callable[[dict[str, Any]], str]
+Policy = Callable[[dict[str, Any]], "str | Served"]
 _OPTION = re.compile(r"^([1-9])\. (.*)$", re.MULTILINE)
 _OFFICIAL_OPTIONS = re.compile(r"^\s*(Behavior|Justification) options: (\[.*\])$", re.MULTILINE)
 
@@ -62,6 +70,15 @@ def last_user_text(body: Mapping[str, Any]) -> str:
                 return content
             return "\n".join(part["text"] for part in content if part.get("type") == "text")
     return ""
+
+
+@dataclass(frozen=True)
+class Served:
+    """A policy's reply with more than content: a ``refusal`` field beside it, or another finish reason."""
+
+    content: str | None
+    refusal: str | None = None
+    finish_reason: str = "stop"
 
 
 class Fault(Exception):
@@ -142,6 +159,13 @@ class KeyedPolicy:
         return f"Reasoning step by step.\nAnswer: {next(n for n, o in options.items() if o == correct)}"
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Quiet when a client hangs up mid-reply (a client that cuts a reply it will not read does)."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class OpenAIServer:
     def __init__(
         self,
@@ -155,6 +179,9 @@ class OpenAIServer:
         retry_after: float | None = 0.0,
         hang_s: float = 2.0,
         seed: int = 0,
+        served_model: str | None = None,
+        echo_auth: bool = False,
+        huge_bytes: int = 50_000_000,
     ) -> None:
         """``schedule[n]`` is the fault of the n-th request overall; ``per_request[k]`` the fault of the k-th
         attempt of each distinct request body; otherwise a fault from ``fault_kinds`` with ``fault_rate``."""
@@ -169,13 +196,16 @@ class OpenAIServer:
         self.fault_kinds = list(fault_kinds)
         self.retry_after = retry_after
         self.hang_s = hang_s
+        self.served_model = served_model
+        self.echo_auth = echo_auth
+        self.huge_bytes = huge_bytes
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._attempts: dict[str, int] = {}
         self._in_flight = 0
         self.peak_in_flight = 0
         self.requests: list[Recorded] = []
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
+        self._httpd = _Server(("127.0.0.1", 0), _make_handler(self))
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
 
@@ -228,20 +258,27 @@ class OpenAIServer:
             self._in_flight -= 1
 
 
-def _completion(content: str | None, refusal: str | None = None) -> dict[str, Any]:
+def _completion(model: str, reply: Served) -> dict[str, Any]:
     return {
         "id": "chatcmpl-test",
         "object": "chat.completion",
         "created": 0,
-        "model": "test",
+        "model": model,
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": content, "refusal": refusal},
-                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": reply.content, "refusal": reply.refusal},
+                "finish_reason": reply.finish_reason,
             }
         ],
     }
+
+
+def _trickle(write: Callable[[bytes], None], payload: bytes, seconds: float) -> None:
+    """Send ``payload`` a byte every 0.1 s for at most ``seconds``."""
+    for byte in payload[: int(seconds * 10)]:
+        write(bytes([byte]))
+        time.sleep(0.1)
 
 
 def _make_handler(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
@@ -282,6 +319,18 @@ def _make_handler(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
             finally:
                 server._done()
 
+        def _complete(self, body: dict[str, Any], reply: str | Served) -> None:
+            served = reply if isinstance(reply, Served) else Served(reply)
+            if server.echo_auth and served.content is not None:
+                echoed = f"Called with {self.headers.get('Authorization')}.\n{served.content}"
+                served = Served(echoed, served.refusal, served.finish_reason)
+            model = server.served_model or str(body.get("model"))
+            self._send(200, json.dumps(_completion(model, served)).encode())
+
+        def _write(self, data: bytes) -> None:
+            self.wfile.write(data)
+            self.wfile.flush()
+
         def _respond(self, fault: str | None, body: dict[str, Any]) -> None:
             error = {"error": {"message": f"injected {fault}"}}
             if fault in {"drop", "timeout"}:
@@ -291,8 +340,12 @@ def _make_handler(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
             elif fault == "429":
                 retry = {} if server.retry_after is None else {"Retry-After": str(server.retry_after)}
                 self._send(429, json.dumps(error).encode(), retry)
-            elif fault in {"400", "403", "404", "500", "503"}:
+            elif fault in {"403", "404", "500", "503"}:
                 self._send(int(fault), json.dumps(error).encode())
+            elif fault == "400":  # a content-policy refusal that quotes the request's credentials past 200 characters
+                policy = "This request was rejected by the content policy of this deployment. " * 3
+                quoted = {"error": {"message": f"{policy}(authorized by {self.headers.get('Authorization')})"}}
+                self._send(400, json.dumps(quoted).encode())
             elif fault == "401":  # echoes the credentials back, as a careless proxy might
                 echo = {"error": {"message": f"bad key in {self.headers.get('Authorization')}"}}
                 self._send(401, json.dumps(echo).encode())
@@ -309,17 +362,33 @@ def _make_handler(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
                     self.wfile.flush()
                     time.sleep(0.1)
                 self.close_connection = True
+            elif fault == "trickle_headers":  # headers that never end: one byte every 0.1 s
+                _trickle(
+                    self._write,
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" + b"X-Slow: y" * 999,
+                    (server.hang_s),
+                )
+                self.close_connection = True
+            elif fault == "gzip":
+                self._send(200, b"\x1f\x8b not gzip at all" * 20, {"Content-Encoding": "gzip"})
+            elif fault == "error_object":
+                failure = {"error": {"message": "The model is not available on this deployment", "code": "invalid"}}
+                self._send(200, json.dumps(failure).encode())
+            elif fault == "huge":
+                self._send(
+                    200, json.dumps(_completion(str(body.get("model")), Served("x" * server.huge_bytes))).encode()
+                )
             elif fault == "html":  # a login page or a web server's index where the API should be
                 self._send(200, b"<!doctype html><html><body>Sign in</body></html>", {"Content-Type": "text/html"})
             elif fault == "refusal":
-                self._send(200, json.dumps(_completion(None, "I cannot help with that.")).encode())
+                self._complete(body, Served(None, "I cannot help with that."))
             else:
                 try:
-                    content = server.policy(body)
+                    reply = server.policy(body)
                 except Fault as chosen:
                     self._respond(chosen.kind, body)
                     return
-                self._send(200, json.dumps(_completion(content)).encode())
+                self._complete(body, reply)
 
     return Handler
 

@@ -3,9 +3,12 @@
 Modelled line by line on Open-Social-World/EgoNormia (MIT licence, Copyright (c) 2025 Open Social World):
 ``src/eval/eval_api.py``, the newest version on main (``EvalAPI.pick_best``, ``EvalAPI.pick_sensible``,
 ``EvalAPI.evaluate``, ``OpenAIEvalAPI.inference``; see egoeval/egonormia/protocols/official.json for the
-version), and ``src/final_dataset/compute_scores_final.py`` (the score loop). The prompt text is the official
-text, kept here as the official code keeps it (f-strings and ``str.format``), independently of the project's
-data file. Only the tests use this module.
+version), and ``src/final_dataset/compute_scores_final.py`` (the score loop of the newest version, default branch
+commit 2019f27: its ``except`` catches the division by zero of two empty sensible lists after the action and
+justification were added, and the item is not counted). The prompt text is the official text, kept here as the
+official code keeps it (f-strings and ``str.format``), independently of the project's data file. A run's results
+are named as the official results file names them: ``blind_<model>``, ``desc_<model>``, ``<model>`` (video).
+Only the tests use this module.
 """
 
 from __future__ import annotations
@@ -127,6 +130,7 @@ class OfficialEval:
 
     def __init__(self, model: str, setting: str, call: Callable[[dict[str, Any]], str | None]) -> None:
         self.modelname = ("blind_" + model) if setting == "blind" else model
+        self.key = {"blind": "blind_", "pipeline": "desc_", "video": ""}[setting] + model  # the results file's name
         self.model = model
         self.setting = setting
         self.desc = setting == "pipeline"
@@ -239,20 +243,25 @@ def datapoint(clip: dict[str, Any], image_url: str | None) -> dict[str, Any]:
     }
 
 
-def compute_scores(entries: dict[str, Any]) -> dict[str, float]:
-    """The score loop of compute_scores_final.py for one model key, in percent, with n."""
+def compute_scores(entries: dict[str, Any]) -> dict[str, float | None]:
+    """The score loop of compute_scores_final.py (newest) for one model key, in percent, with n (None: n is 0)."""
     a = j = both = sensible = total = 0.0
     for entry in entries.values():
-        best_a = entry["best"]["results"][0] == entry["best"]["correct"][0]
-        best_j = entry["best"]["results"][1] == entry["best"]["correct"][1]
-        a += best_a
-        j += best_j
-        both += best_a and best_j
-        if isinstance(entry["sensible"], dict) and len(entry["sensible"]) > 0:
-            inter = set(entry["sensible"]["results"]) & set(entry["sensible"]["correct"])
-            union = set(entry["sensible"]["results"] + entry["sensible"]["correct"])
-            sensible += len(inter) / len(union)
-        total += 1
+        try:
+            best_a = entry["best"]["results"][0] == entry["best"]["correct"][0]
+            best_j = entry["best"]["results"][1] == entry["best"]["correct"][1]
+            a += best_a
+            j += best_j
+            both += best_a and best_j
+            if isinstance(entry["sensible"], dict) and len(entry["sensible"]) > 0:
+                inter = set(entry["sensible"]["results"]) & set(entry["sensible"]["correct"])
+                union = set(entry["sensible"]["results"] + entry["sensible"]["correct"])
+                sensible += len(inter) / len(union)
+            total += 1
+        except Exception:  # the scorer's own: it prints the error and goes on
+            continue
+    if total == 0:
+        return {"action": None, "justification": None, "both": None, "sensible_iou": None, "n": 0}
     return {
         "action": a / total * 100,
         "justification": j / total * 100,

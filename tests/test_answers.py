@@ -196,6 +196,15 @@ def test_very_long_text_is_fast() -> None:
         single("<think>" * 20_000 + "$" * 100_000 + "I" + " " * 100_000)  # linear-time patterns: no hang
 
 
+@pytest.mark.bad_input
+def test_a_number_of_any_length_is_read_or_out_of_range() -> None:
+    with pytest.raises(ParseFailure, match="out of range 1-5"):
+        single("Answer: 1" + "9" * 5000)  # int() refuses more than 4,300 digits: the parser never asks it
+    with pytest.raises(ParseFailure, match="out of range 1-5"):
+        multi("Answer: [2, " + "9" * 5000 + "]")
+    assert single("Answer: " + "0" * 5000 + "3") == single("Answer: 3")  # leading zeros do not count
+
+
 # ----------------------------------------------------------------------------------------- property tests
 
 FRAGMENTS = [
@@ -244,6 +253,8 @@ FRAGMENTS = [
     "#",
     "-",
     "'",
+    "1" + "9" * 5000,  # past Python's int-string limit: an answer out of range, never a crash
+    "0000000003",
 ]
 tricky_text = st.lists(st.sampled_from(FRAGMENTS), max_size=40).map("".join)
 any_text = st.one_of(st.text(max_size=400), tricky_text)

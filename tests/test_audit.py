@@ -119,7 +119,7 @@ def test_a_tampered_eval_json_names_the_clip(rederived: Rederived, tmp_path: Pat
     _, work = rederived
     answers = json.loads((work / "data/egonormia/predictions_eval.json").read_text())
     clip = sorted(answers)[2]
-    best = answers[clip]["blind/chance"]["best"]
+    best = answers[clip]["blind_chance"]["best"]  # the official results' name of the blind run
     right = best["results"][0] == best["correct"][0]
     best["results"][0] = -1 if right else best["correct"][0]
     both_moves = best["results"][1] == best["correct"][1]  # both = action and justification
@@ -127,9 +127,9 @@ def test_a_tampered_eval_json_names_the_clip(rederived: Rederived, tmp_path: Pat
     findings = Findings()
     compare_eval_json(read_report(tmp_path / "eval.json"), work, 1e-6, findings)
     diffs = [line for line in findings.lines if "DIFF" in line]
-    assert any(line.startswith("  DIFF  blind/chance/action: reported") for line in diffs), diffs
-    assert any(line.startswith(f"  DIFF  {clip} blind/chance: reported") for line in diffs), diffs
-    assert any(line.startswith("  DIFF  blind/chance/both: reported") for line in diffs) == both_moves
+    assert any(line.startswith("  DIFF  blind_chance/action: reported") for line in diffs), diffs
+    assert any(line.startswith(f"  DIFF  {clip} blind_chance: reported") for line in diffs), diffs
+    assert any(line.startswith("  DIFF  blind_chance/both: reported") for line in diffs) == both_moves
     assert len(diffs) == 2 + both_moves
 
 

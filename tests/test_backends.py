@@ -15,12 +15,14 @@ import time
 from email.utils import formatdate
 from pathlib import Path
 
+import httpx
 import pytest
 from PIL import Image
 
 from egoeval.backends import (
     ChatRequest,
     Decoding,
+    EndpointDown,
     EndpointError,
     ImagePart,
     Message,
@@ -31,12 +33,12 @@ from egoeval.backends import (
     make_backend,
     request_key,
 )
-from egoeval.backends.client import ModelClient
-from egoeval.backends.openai import OpenAIBackend, parse_retry_after
+from egoeval.backends.client import FIRST_CALLS, ModelClient
+from egoeval.backends.openai import OpenAIBackend, _Answer, parse_retry_after, reply_byte_limit
 from egoeval.cache import ResponseCache
 from egoeval.io import InputError
 from egoeval.limiter import AdaptiveLimiter, Outcome, RetriesExhausted, call_with_retries
-from egoeval.openai_server import OpenAIServer
+from egoeval.openai_server import Fault, OpenAIServer, Served, last_user_text
 
 KEY_ENV = "EGOEVAL_TEST_API_KEY"
 SECRET = "sk-test-0123456789-very-secret"
@@ -117,7 +119,7 @@ def test_openai_sends_images_as_data_urls_and_the_key_from_the_environment(monke
             backend.complete(chat())  # the key is read at call time: gone from the env, gone from the request
         finally:
             backend.close()
-    assert reply.endswith("Answer: 1")
+    assert reply.text.endswith("Answer: 1") and reply.served_model == "test-vlm"  # the server names the model
     first, second = server.requests
     assert first.headers["Authorization"] == f"Bearer {SECRET}"
     assert "Authorization" not in second.headers
@@ -194,11 +196,12 @@ def test_transient_faults_are_retried_then_cached_and_never_sent_again(tmp_path:
 @pytest.mark.parametrize(
     ("fault", "answered", "fix"),
     [
-        ("400", "answered http 400", "the model's name, max_tokens and temperature"),
         ("401", "answered http 401", f"set a valid key in ${KEY_ENV}"),
         ("403", "answered http 403", f"check ${KEY_ENV}"),
         ("404", "answered http 404", "check base_url"),
         ("html", "answered 200 with a non-JSON body (text/html", "check base_url"),
+        ("error_object", "answered 200 with an error object instead of a completion (The model is not", "base_url"),
+        ("gzip", "answered with a body that cannot be decoded (", "check base_url in params.yaml"),
     ],
 )
 def test_endpoint_faults_are_permanent_and_name_the_endpoint_and_the_fix(
@@ -213,6 +216,7 @@ def test_endpoint_faults_are_permanent_and_name_the_endpoint_and_the_fix(
         finally:
             backend.close()
     message = str(caught.value)
+    assert message.startswith(f"{server.url}/chat/completions (model 'test-vlm') ") or fault == "401"
     assert message.startswith(f"{server.url}/chat/completions") and answered in message and fix in message
     assert SECRET not in message  # the 401 body echoes the Authorization header back
 
@@ -256,7 +260,7 @@ def test_permanent_errors_are_not_retried(tmp_path: Path) -> None:
         try:
             done = client.complete(chat())  # a refusal is this request's answer: recorded, not raised
             with pytest.raises(EndpointError):  # a wrong endpoint would fail every call: raised
-                server.per_request = ["400"] * 10
+                server.per_request = ["401"] * 10
                 client.complete(chat("another question"))
         finally:
             client.close()
@@ -287,7 +291,7 @@ def test_a_reply_that_trickles_is_cut_at_timeout_s(tmp_path: Path) -> None:
             done = client.complete(chat())
         finally:
             client.close()
-    assert done.error == "timeout (the reply took longer than timeout_s, 0.5 s) after 1 retries"
+    assert done.error == "timeout (no complete reply within timeout_s, 0.5 s) after 1 retries"
 
 
 def test_call_with_retries_honours_retry_after() -> None:
@@ -413,7 +417,7 @@ def test_cache_survives_sigkill_and_keeps_the_first_value(tmp_path: Path) -> Non
     assert result.returncode == -signal.SIGKILL
     with ResponseCache(db) as cache:
         assert len(cache) == 50 and cache.get("k49") == "v49" and cache.get("nope") is None
-        assert cache.put("k0", "other", {}) == "v0"  # first value wins, and is what the caller gets
+        assert cache.put("k0", "other", {}) == ("v0", {"i": 0})  # the first value wins, and is what the caller gets
 
 
 def test_cache_takes_writes_from_many_threads_and_processes(tmp_path: Path) -> None:
@@ -444,14 +448,14 @@ def test_random_baseline_is_seeded_uniform_and_answers_in_format() -> None:
     other_seed = make_backend({"backend": "random", "name": "chance", "seed": 1})
     options = ("a", "b", "c", "d", "None of the above")
     requests = [question_request(False, f"scene {i}", options) for i in range(1000)]
-    replies = [backend.complete(r) for r in requests]
-    assert replies == [backend.complete(r) for r in requests]
+    replies = [backend.complete(r).text for r in requests]
+    assert replies == [backend.complete(r).text for r in requests]
     assert all(ANSWER.search(r) for r in replies)
     picks = [int(r.rsplit(" ", 1)[1]) for r in replies]
     counts = [picks.count(k) for k in range(1, 6)]
     assert all(150 < c < 250 for c in counts), counts  # uniform: 200 each, sd ~12.6
-    assert sum(a != b for a, b in zip(replies, map(other_seed.complete, requests), strict=True)) > 600
-    multi = backend.complete(question_request(True, "scene", options))
+    assert sum(a != other_seed.complete(r).text for a, r in zip(replies, requests, strict=True)) > 600
+    multi = backend.complete(question_request(True, "scene", options)).text
     assert ANSWER.search(multi)
     with pytest.raises(PermanentError):
         backend.complete(chat())
@@ -469,9 +473,9 @@ def test_minilm_baseline_loads_offline_and_picks_the_related_option() -> None:
         "None of the above",
     )
     context = "You are cooking spaghetti in a pot of boiling water in your kitchen."
-    reply = backend.complete(question_request(False, context, options))
+    reply = backend.complete(question_request(False, context, options)).text
     assert reply.endswith("\nAnswer: 2")
-    multi = backend.complete(question_request(True, context, options))
+    multi = backend.complete(question_request(True, context, options)).text
     assert ANSWER.search(multi) and "2" in multi.rsplit("Answer:", 1)[1]
     justification = Question(
         "pipeline",
@@ -487,7 +491,7 @@ def test_minilm_baseline_loads_offline_and_picks_the_related_option() -> None:
         False,
         options[1],
     )
-    reply = backend.complete(ChatRequest((Message.text("user", "j"),), Decoding(), justification))
+    reply = backend.complete(ChatRequest((Message.text("user", "j"),), Decoding(), justification)).text
     assert reply.endswith("\nAnswer: 2")
     with pytest.raises(PermanentError):
         backend.complete(question_request(False, "", options, setting="video"))
@@ -501,3 +505,183 @@ def test_bad_model_entries_are_input_errors_naming_params() -> None:
         make_backend({"backend": "openai", "name": "x", "base_url": None})
     with pytest.raises(InputError, match="needs a name"):
         make_backend({"backend": "random"})
+
+
+# ------------------------------------------------------------------ hostile endpoints; the official reading
+
+
+def key_forms(secret: str) -> list[str]:
+    """The key, and its first 33 characters (what a cut before redaction let through)."""
+    return [secret, secret[:33]]
+
+
+@pytest.mark.bad_input
+def test_the_key_is_redacted_before_an_error_is_cut_and_from_every_completion(tmp_path: Path, monkeypatch) -> None:
+    secret = "sk-" + "k" * 20 + "0123456789abcdefghij"  # longer than the 33 characters a late cut let through
+    monkeypatch.setenv(KEY_ENV, secret)
+    with (
+        OpenAIServer(per_request=["400"], echo_auth=True) as server,
+        ResponseCache(tmp_path / "c.sqlite") as cache,
+    ):
+        client = ModelClient.from_spec(spec(server), cache)
+        try:
+            rejected = client.complete(chat())  # the 400 quotes "Bearer <key>" past its 200th character
+            server.per_request = []
+            answered = client.complete(chat("another question"))  # the completion echoes it
+        finally:
+            client.close()
+    assert [r.headers["Authorization"] for r in server.requests] == [f"Bearer {secret}"] * 2  # the key was sent
+    assert rejected.response is None and rejected.error.startswith("http 400: This request was rejected")
+    assert "(authorized by Bearer ***)" in rejected.error
+    assert answered.response == "Called with Bearer ***.\nA person stands in a kitchen talking to a friend."
+    assert not any(form in rejected.error + answered.response for form in key_forms(secret))
+    assert all(secret.encode() not in file.read_bytes() for file in tmp_path.rglob("*") if file.is_file())
+
+
+@pytest.mark.bad_input
+def test_an_endpoint_quoting_the_key_json_escaped_is_redacted_too(monkeypatch) -> None:
+    secret = "sk-escaped-key-0123456789"
+    escaped = "".join(f"\\u{ord(c):04x}" for c in secret)  # the same key, as JSON may spell it
+
+    monkeypatch.setenv(KEY_ENV, secret)
+    with OpenAIServer(policy=lambda body: "placeholder") as server:
+        backend = make_backend(spec(server))
+        body = ('{"choices": [{"message": {"content": "key ' + escaped + '"}}], "model": "' + escaped + '"}').encode()
+        answer = _Answer.read(200, httpx.Headers({"Content-Type": "application/json"}), body, secret)
+        reply = backend._interpret(answer, chat())
+        backend.close()
+    assert reply.text == "key ***" and reply.served_model == "***"
+
+
+@pytest.mark.bad_input
+def test_headers_that_trickle_are_cut_at_timeout_s() -> None:
+    with OpenAIServer(per_request=["trickle_headers"] * 10, hang_s=30) as server:
+        backend = make_backend(spec(server, timeout_s=1.0))
+        started = time.monotonic()
+        try:
+            with pytest.raises(TransientError, match=r"^timeout \(no complete reply within timeout_s, 1 s\)$"):
+                backend.complete(chat())
+        finally:
+            backend.close()
+    assert time.monotonic() - started < 2.5  # one timeout_s from connect to the last byte, not one per byte
+
+
+@pytest.mark.bad_input
+def test_a_reply_longer_than_max_tokens_justifies_is_cut_and_not_kept(tmp_path: Path) -> None:
+    with (
+        OpenAIServer(schedule=["huge"], huge_bytes=20_000_000) as server,
+        ResponseCache(tmp_path / "c.sqlite") as cache,
+    ):
+        client = ModelClient.from_spec(spec(server), cache)
+        try:
+            cut = client.complete(chat())  # max_tokens 64
+            whole = client.complete(chat("another question"))
+        finally:
+            client.close()
+    limit = reply_byte_limit(64)
+    assert limit < 100_000
+    assert cut.response is None and cut.error == (
+        f"reply cut at {limit:,} bytes: more than max_tokens 64 can justify (reply_byte_limit); nothing of it kept"
+    )
+    assert whole.error == "" and len(cache_rows(tmp_path / "c.sqlite")) == 1  # only the normal reply is kept
+    assert (tmp_path / "c.sqlite").stat().st_size < 1_000_000
+
+
+@pytest.mark.bad_input
+def test_nothing_listening_is_said_at_once_naming_the_address_and_the_param(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    backend = OpenAIBackend(model="m", base_url=url, api_key_env=None, timeout_s=30)
+    with ResponseCache(tmp_path / "c.sqlite") as cache:
+        client = ModelClient(backend, cache, max_retries=6, base_delay=0.5)
+        started = time.monotonic()
+        try:
+            with pytest.raises(EndpointDown) as caught:
+                client.complete(chat())
+            with pytest.raises(EndpointDown):  # the client is stopped: nothing more is tried
+                client.complete(chat("another"))
+        finally:
+            client.close()
+    assert time.monotonic() - started < 3
+    message = str(caught.value)
+    assert message.startswith(f"{url}/chat/completions: nothing answers at this address (")
+    assert "check base_url of model 'm' in params.yaml" in message
+
+
+@pytest.mark.bad_input
+@pytest.mark.parametrize("count", [FIRST_CALLS - 1, FIRST_CALLS])
+def test_rejections_are_one_requests_failure_unless_the_first_calls_all_are(tmp_path: Path, count: int) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    def policy(body: dict) -> str:
+        if "question" in last_user_text(body) and int(last_user_text(body).split()[-1]) < count:
+            raise Fault("400")
+        return "fine\nAnswer: 1"
+
+    with OpenAIServer(policy=policy) as server, ResponseCache(tmp_path / "c.sqlite") as cache:
+        client = ModelClient.from_spec(spec(server, concurrency=1), cache)
+        outcomes: list[object] = []
+        try:
+            with ThreadPoolExecutor(1) as pool:
+                for done in pool.map(lambda k: _outcome(client, chat(f"question {k}")), range(20)):
+                    outcomes.append(done)
+        finally:
+            client.close()
+    if count < FIRST_CALLS:  # one success among the first calls: every rejection stays that request's own failure
+        assert [o.error.startswith("http 400: ") for o in outcomes] == [k < count for k in range(20)]
+        assert len(server.requests) == 20  # none retried
+    else:  # the first calls all rejected alike: the endpoint cannot take our requests; nothing more is sent
+        assert [isinstance(o, EndpointError) for o in outcomes] == [k >= FIRST_CALLS - 1 for k in range(20)]
+        message = str(outcomes[-1])
+        assert message.startswith(f"{server.url}/chat/completions (model 'test-vlm') rejected the first 8 calls alike")
+        assert "check the model's name, max_tokens and temperature in params.yaml" in message
+        assert len(server.requests) == FIRST_CALLS
+
+
+def _outcome(client: ModelClient, request: ChatRequest) -> object:
+    try:
+        return client.complete(request)
+    except EndpointError as error:
+        return error
+
+
+def test_the_served_model_is_recorded_cached_and_said(tmp_path: Path) -> None:
+    with OpenAIServer(served_model="test-vlm-2025-01-01") as server, ResponseCache(tmp_path / "c.sqlite") as cache:
+        client = ModelClient.from_spec(spec(server), cache)
+        try:
+            fresh, again = client.complete(chat()), client.complete(chat())
+        finally:
+            client.close()
+    assert fresh.served_model == again.served_model == "test-vlm-2025-01-01" and client.hits == 1
+    assert client.served_note() == (
+        "test-vlm: the endpoint named another model as serving 2 of 2 replies: 'test-vlm-2025-01-01' (2) "
+        "(recorded per answer in served_model)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("served", "protocol", "reply"),
+    [
+        (Served("Option 2", refusal="I would rather not."), "official", "Option 2"),
+        (Served("I pick 3", finish_reason="content_filter"), "official", "I pick 3"),
+        (Served("Option 2", refusal="I would rather not."), "egoeval", "refusal: I would rather not."),
+        (Served("I pick 3", finish_reason="content_filter"), "egoeval", "refusal: finish_reason content_filter"),
+        (Served(None, refusal="No."), "official", "refusal: No."),
+    ],
+)
+def test_content_beside_a_refusal_is_the_reply_under_official(served: Served, protocol: str, reply: str) -> None:
+    request = ChatRequest(chat().messages, Decoding(0.0, 64, None), protocol=protocol)
+    with OpenAIServer(policy=lambda body: served) as server:
+        backend = make_backend(spec(server))
+        try:
+            if reply.startswith("refusal"):
+                with pytest.raises(PermanentError, match=re.escape(reply)):
+                    backend.complete(request)
+            else:
+                assert backend.complete(request).text == reply
+        finally:
+            backend.close()

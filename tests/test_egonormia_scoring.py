@@ -17,8 +17,10 @@ from conftest import EGOEVAL, write_params
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from egoeval.egonormia.artifacts import results_key, setting_of
 from egoeval.egonormia.scoring import (
     OfficialFormatError,
+    Outcomes,
     bootstrap_ci,
     category_accuracy,
     failure_rates,
@@ -134,27 +136,34 @@ def test_bootstrap_is_deterministic_and_brackets_the_estimate() -> None:
 # ------------------------------------------------------------------ the official scorer's semantics
 
 
-def naive_official(data: dict[str, Any]) -> dict[str, dict[str, float]]:
-    """An independent oracle: the official compute_scores_final loop, with the empty-union rule of FORMATS.md."""
+def naive_official(data: dict[str, Any]) -> dict[str, dict[str, float | None]]:
+    """An independent oracle: the loop of the newest compute_scores_final.py (default branch, 2019f27), whose
+    ``except`` catches the division by zero of an empty union after the action and justification were added."""
     scores: dict[str, dict[str, float]] = {}
     for clip in data:
-        for model in data[clip]:
+        for model in sorted(data[clip]):
             if not model:
                 continue
-            entry = data[clip][model]
             s = scores.setdefault(model, {"action": 0, "justification": 0, "both": 0, "sensible_iou": 0, "n": 0})
-            a = entry["best"]["results"][0] == entry["best"]["correct"][0]
-            j = entry["best"]["results"][1] == entry["best"]["correct"][1]
-            s["action"] += a
-            s["justification"] += j
-            s["both"] += a and j
-            sensible = entry["sensible"]
-            if type(sensible) is dict and len(sensible) > 0:
-                union = set(sensible["results"] + sensible["correct"])
-                inter = set(sensible["results"]) & set(sensible["correct"])
-                s["sensible_iou"] += len(inter) / len(union) if union else 0
-            s["n"] += 1
-    return {m: {k: (v / s["n"] * 100 if k != "n" else v) for k, v in s.items()} for m, s in scores.items()}
+            try:
+                entry = data[clip][model]
+                a = entry["best"]["results"][0] == entry["best"]["correct"][0]
+                j = entry["best"]["results"][1] == entry["best"]["correct"][1]
+                s["action"] += a
+                s["justification"] += j
+                s["both"] += a and j
+                sensible = entry["sensible"]
+                if type(sensible) is dict and len(sensible) > 0:
+                    union = set(sensible["results"] + sensible["correct"])
+                    inter = set(sensible["results"]) & set(sensible["correct"])
+                    s["sensible_iou"] += len(inter) / len(union)
+                s["n"] += 1
+            except ZeroDivisionError:
+                continue
+    return {
+        m: {k: v if k == "n" else (v / s["n"] * 100 if s["n"] else None) for k, v in s.items()}
+        for m, s in scores.items()
+    }
 
 
 index = st.integers(-1, 4)
@@ -175,7 +184,7 @@ entries = st.fixed_dictionaries(
 )
 eval_jsons = st.dictionaries(
     st.text(min_size=1, max_size=8),
-    st.dictionaries(st.sampled_from(["blind/m1", "video/m1", "pipeline/m2", "m3", ""]), entries, max_size=4),
+    st.dictionaries(st.sampled_from(["blind_m1", "m1", "desc_m2", "m3", ""]), entries, max_size=4),
     max_size=25,
 )
 
@@ -188,7 +197,10 @@ def test_score_official_matches_the_naive_oracle(data: dict[str, Any]) -> None:
     for model, scores in oracle.items():
         assert ours[model]["n"] == scores["n"]
         for metric in ("action", "justification", "both", "sensible_iou"):
-            assert math.isclose(ours[model][metric], scores[metric], rel_tol=0, abs_tol=1e-9)
+            if scores[metric] is None:  # no clip counted: the script divides by zero, we give no number
+                assert ours[model][metric] is None
+            else:
+                assert math.isclose(ours[model][metric], scores[metric], rel_tol=0, abs_tol=1e-9)
 
 
 def test_per_model_denominators_and_empty_sensible() -> None:
@@ -205,10 +217,14 @@ def test_per_model_denominators_and_empty_sensible() -> None:
     assert scores["m"] == pytest.approx(
         {"action": 200 / 3, "justification": 0.0, "both": 0.0, "sensible_iou": 50.0, "n": 3}
     )
-    # k: only 2 clips carry it -> denominator 2; empty union scores 0 instead of dividing by zero.
+    # k: 2 clips carry it; b's empty union leaves n (the newest scorer) but its correct action stays in the sum.
     assert scores["k"] == pytest.approx(
-        {"action": 50.0, "justification": 0.0, "both": 0.0, "sensible_iou": 0.0, "n": 2}
+        {"action": 100.0, "justification": 0.0, "both": 0.0, "sensible_iou": 0.0, "n": 1}
     )
+    only_empty = {"b": {"k": entry(1, {"results": [], "correct": []})}}
+    assert score_official(only_empty) == {
+        "k": dict.fromkeys(["action", "justification", "both", "sensible_iou"]) | {"n": 0}
+    }
 
 
 @pytest.mark.parametrize(
@@ -324,7 +340,7 @@ def test_stages_end_to_end(workdir: Path) -> None:
     official = score_official(json.loads(outputs["data/egonormia/predictions_eval.json"]))
     for setting, models in metrics.items():
         for model, ours in models.items():
-            theirs = official[f"{setting}/{model}"]
+            theirs = official[results_key(setting, model)]
             assert theirs["n"] == ours["n"]
             for metric in EXPECTED:
                 assert math.isclose(theirs[metric], ours[metric], abs_tol=1e-9)
@@ -333,14 +349,15 @@ def test_stages_end_to_end(workdir: Path) -> None:
 def test_eval_json_layout(workdir: Path) -> None:
     run_stages(workdir)
     layout = json.loads((workdir / "data/egonormia/predictions_eval.json").read_text())
-    assert layout["c0"]["blind/modelA"] == {
+    assert layout["c0"]["blind_modelA"] == {  # the official results' names: blind_<model>, <model> for video
         "best": {"results": [0, 0], "correct": [0, 0]},
         "sensible": {"results": [0], "correct": [0, 3]},
     }
-    assert layout["c2"]["blind/modelA"]["best"]["results"] == [-1, 4]
-    assert layout["c2"]["blind/modelA"]["sensible"] == {}  # unparseable
-    assert layout["c4"]["blind/modelA"]["sensible"] == {}  # [] against [] (the script would divide by zero)
-    assert "video/modelB" in layout["c3"]  # no response still yields an entry: same denominator
+    assert layout["c2"]["blind_modelA"]["best"]["results"] == [-1, 4]
+    assert layout["c2"]["blind_modelA"]["sensible"] == {}  # unparseable (protocol egoeval: in n, IoU 0)
+    assert layout["c4"]["blind_modelA"]["sensible"] == {}  # [] against []: in n with IoU 0 under egoeval
+    assert "modelB" in layout["c3"]  # no response still yields an entry: same denominator
+    assert {key for models in layout.values() for key in models} == {"blind_modelA", "modelB"}
 
 
 def test_bad_responses_name_the_file_and_row(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -433,3 +450,25 @@ def test_cli_score_norms(tmp_path: Path) -> None:
     assert str(source) in bad.stderr and "clip 'a'" in bad.stderr and "sensible" in bad.stderr
     source.write_text("{not json")
     assert subprocess.run([EGOEVAL, "score-norms", "--official-eval", str(source)]).returncode == 2
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(["blind", "pipeline", "video"]), st.text(min_size=1, max_size=12))
+def test_results_keys_are_the_official_names_and_read_back(setting: str, model: str) -> None:
+    try:
+        key = results_key(setting, model)
+    except ValueError as error:  # only a video model named like another setting's run
+        assert setting == "video" and model.startswith(("blind_", "desc_")) and repr(model) in str(error)
+        return
+    assert key == {"blind": f"blind_{model}", "pipeline": f"desc_{model}", "video": model}[setting]
+    assert setting_of(key) == (setting, model)
+
+
+def test_items_out_of_n_stay_in_the_sums() -> None:
+    """The newest official scorer's accounting: an uncounted item adds its action, not its count."""
+    result = outcomes([0, 1, 2, 3], [0, 1, 0, 0], [[0], [], [2], []], [0, 1, 2, 4], [[0], [], [2, 3], []])
+    counted = Outcomes(result.action, result.justification, result.sensible_iou, np.array([True, False, True, False]))
+    assert point_estimates(counted) == {"action": 150.0, "justification": 100.0, "both": 100.0, "sensible_iou": 75.0}
+    assert point_estimates(result) == {"action": 75.0, "justification": 50.0, "both": 50.0, "sensible_iou": 37.5}
+    intervals = bootstrap_ci(counted, samples=200, seed=0, confidence=0.9)
+    assert all(np.isfinite(bound) for pair in intervals.values() for bound in pair)

@@ -284,50 +284,99 @@ def test_two_infer_processes_share_the_response_cache_consistently(workspace: Pa
     assert len(responses) <= len(sent) <= 2 * len(responses)  # a key may race once; never more
 
 
+SERVED = "loopback-vlm-2026-01-01"  # the model the loopback endpoint names as serving (an alias resolved, say)
+
+
 @pytest.fixture(scope="module")
-def answered_workspace(base: Path, items: pd.DataFrame, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A workspace after one good run of the EgoNormia stages against the loopback model."""
-    root = Path(shutil.copytree(base, tmp_path_factory.mktemp("answered") / "ws", symlinks=True))
-    with OpenAIServer(policy=answer_key(items)) as server:
+def answered_workspace(
+    reproduced: Path, items: pd.DataFrame, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, str]:
+    """A copy of the reproduced sample after one good `dvc repro` of everything against the loopback model (which
+    names another model as serving it), and that run's stderr."""
+    root = Path(shutil.copytree(reproduced, tmp_path_factory.mktemp("answered") / "ws", symlinks=True))
+    with OpenAIServer(policy=answer_key(items), served_model=SERVED) as server:
         configure(root, server)
-        run = dvc(root, "repro", "egonormia_score")
+        run = dvc(root, "repro")
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    return root
+    return root, run.stderr
 
 
-KEPT = ("metrics/egonormia.json", "plots/egonormia/categories.csv", "dvc.lock", *OUTPUTS)
+KEPT = (
+    "metrics/egonormia.json",
+    "plots/egonormia/categories.csv",
+    "dvc.lock",
+    "reports/index.html",
+    CACHE,
+    *OUTPUTS,
+)
+
+
+def test_a_served_model_other_than_the_requested_one_is_recorded_and_said(answered_workspace: tuple[Path, str]) -> None:
+    root, stderr = answered_workspace
+    responses = pd.read_parquet(root / "data/egonormia/responses.parquet")
+    assert (responses["served_model"] == SERVED).all() and (responses["model"] == MODEL).all()
+    said = f"{MODEL}: the endpoint named another model as serving 144 of 144 replies: '{SERVED}' (144)"
+    assert f"infer: warning: {said}" in stderr
+    assert f"describe: warning: {MODEL}: the endpoint named another model as serving 16 of 16" in stderr
+
+
+def closed_port_url() -> str:
+    """An http URL on 127.0.0.1 where nothing listens."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+
+
+ENDPOINT = "{url}/chat/completions (model 'loopback-vlm')"
+FAILED_RUNS = {  # fault: (exit code, message, model settings); {url}: the server's base URL
+    "401": (
+        2,
+        ENDPOINT + " answered http 401: bad key in Bearer ***; the key is missing or wrong: set a valid key in "
+        f"${KEY_ENV}",
+        {},
+    ),
+    "404": (2, ENDPOINT + " answered http 404", {}),
+    "html": (2, ENDPOINT + " answered 200 with a non-JSON body (text/html", {}),
+    "429": (75, "the server asks to wait 3600 s (Retry-After), longer than retry_max_s (0.05 s): not waiting", {}),
+    # issue 19: the key quoted past the 200th character of an error is redacted before anything cuts it (item 2)
+    "400": (
+        2,
+        ENDPOINT + " rejected the first 8 calls alike (http 400: This request was rejected by the content policy",
+        {},
+    ),
+    "trickle_headers": (75, "timeout (no complete reply within timeout_s, 1 s)", {"timeout_s": 1, "max_retries": 0}),
+    "huge": (2, ENDPOINT + " rejected the first 8 calls alike (reply cut at 196,608 bytes: more than max_tokens", {}),
+    "gzip": (2, ENDPOINT + " answered with a body that cannot be decoded (", {}),
+    "error_object": (2, ENDPOINT + " answered 200 with an error object instead of a completion (The model is", {}),
+    "unreachable": (75, "{url}/chat/completions: nothing answers at this address (", {}),
+}
 
 
 @pytest.mark.bad_input
-@pytest.mark.parametrize(
-    ("fault", "exit_code", "message"),
-    [
-        (
-            "401",
-            2,
-            'answered http 401: {"error": {"message": "bad key in Bearer ***"}}; the key is missing or wrong: '
-            f"set a valid key in ${KEY_ENV}",
-        ),
-        ("404", 2, "answered http 404"),
-        ("html", 2, "answered 200 with a non-JSON body (text/html"),
-        ("429", 75, "the server asks to wait 3600 s (Retry-After), longer than retry_max_s (0.05 s): not waiting"),
-    ],
-)
+@pytest.mark.parametrize("fault", sorted(FAILED_RUNS))
 def test_a_failed_run_keeps_the_last_good_outputs_and_says_what_to_fix(
-    answered_workspace: Path, tmp_path: Path, fault: str, exit_code: int, message: str
+    answered_workspace: tuple[Path, str], tmp_path: Path, fault: str
 ) -> None:
-    root = Path(shutil.copytree(answered_workspace, tmp_path / "ws", symlinks=True))
+    exit_code, message, model = FAILED_RUNS[fault]
+    root = Path(shutil.copytree(answered_workspace[0], tmp_path / "ws", symlinks=True))
     before = {name: (root / name).read_bytes() for name in KEPT}
-    with OpenAIServer(per_request=[fault] * 20, retry_after=3600) as server:
-        configure(root, server, temperature=0.5, timeout_s=30)  # new requests: nothing is in the response cache
+    faults = [] if fault == "unreachable" else [fault] * 20
+    with OpenAIServer(per_request=faults, retry_after=3600, hang_s=30, huge_bytes=5_000_000, echo_auth=True) as server:
+        url = closed_port_url() if fault == "unreachable" else server.url
+        # new requests (temperature): nothing is in the response cache
+        configure(root, server, **{"temperature": 0.5, "timeout_s": 30, "base_url": url, **model})
         started = time.monotonic()
-        run = dvc(root, "repro", "egonormia_score")
+        run = dvc(root, "repro")
         elapsed = time.monotonic() - started
         requests = list(server.requests)
     assert run.returncode != 0 and f"exited with {exit_code}" in run.stderr, run.stderr[-2000:]
-    assert f"{server.url}/chat/completions (model '{MODEL}')" in run.stderr or fault == "429"
-    assert message in run.stderr
-    assert CANARY not in run.stdout + run.stderr
+    assert message.format(url=url) in run.stderr, run.stderr[-2000:]
+    assert "Traceback" not in run.stdout + run.stderr
+    assert not any(form in run.stdout + run.stderr for form in (CANARY, CANARY[:20]))
+    if fault == "unreachable":
+        assert "check base_url of model 'loopback-vlm' in params.yaml" in run.stderr and elapsed < 40
     # one attempt per call at most: a permanent failure is not retried, a pause asked for is not waited out
     assert len({digest(r.body) for r in requests}) == len(requests)
     assert elapsed < 30 + 60  # the acceptance bound of issue 13: timeout_s plus start-up, never the hour asked for

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar
 
-from egoeval.stage import PermanentFailure
+from egoeval.stage import PermanentFailure, TransientFailure
 
 
 @dataclass(frozen=True)
@@ -98,6 +98,20 @@ class ChatRequest:
             raise ValueError(f"unknown protocol {self.protocol!r}; known: {', '.join(PROTOCOLS)}")
 
 
+@dataclass(frozen=True)
+class Reply:
+    """A backend's answer: the reply text, and the model the endpoint says produced it ("" where none is named)."""
+
+    text: str
+    served_model: str = ""
+
+
+def redact(text: str, secret: str | None) -> str:
+    """``text`` with every occurrence of ``secret`` replaced by ``***``: the one redaction, applied to every string
+    that comes from an endpoint before it is cut, stored, logged or shown."""
+    return text.replace(secret, "***") if secret else text
+
+
 class BackendError(Exception):
     """A model call that did not produce a reply; ``str(error)`` is a short reason safe to record."""
 
@@ -115,11 +129,28 @@ class PermanentError(BackendError):
     """Not retryable, and about this one request: a refusal, a question the backend cannot answer."""
 
 
+class RequestRejected(PermanentError):
+    """The endpoint refused this one request (HTTP 400, 413 or 422: a content-policy refusal, an image it will not
+    read; or a reply over the size cap): that request's failure, never retried. ``kind`` groups alike rejections;
+    ``where`` (the endpoint) and ``fix`` make the message for when every call is rejected alike."""
+
+    def __init__(self, reason: str, *, kind: str, where: str, fix: str) -> None:
+        super().__init__(reason)
+        self.kind = kind
+        self.where = where
+        self.fix = fix
+
+
 class EndpointError(PermanentError, PermanentFailure):
     """Every call would fail the same way (a wrong key, URL, model name or endpoint): the stage stops, exit 2.
 
     The message names the endpoint, what it answered and the param or environment variable to fix.
     """
+
+
+class EndpointDown(BackendError, TransientFailure):
+    """Nothing answers at the endpoint's address (refused, unresolvable, no answer to connect): every call would
+    fail alike, so the stage stops at once, exit 75 (the server may be started later)."""
 
 
 class Backend(ABC):
@@ -138,8 +169,8 @@ class Backend(ABC):
         """Build from a params model entry."""
 
     @abstractmethod
-    def complete(self, request: ChatRequest) -> str:
-        """The reply text; raises TransientError or PermanentError."""
+    def complete(self, request: ChatRequest) -> Reply:
+        """The reply; raises TransientError or PermanentError (EndpointError, EndpointDown: every call would fail)."""
 
     def close(self) -> None:  # noqa: B027 - an optional hook; most backends hold nothing to release
         """Release connections or other resources."""

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from egoeval.backends.base import Backend, ChatRequest, PermanentError, answer_line, request_key
+from egoeval.backends.base import Backend, ChatRequest, PermanentError, Reply, answer_line, request_key
 
 
 class ChanceBackend(Backend):
@@ -22,7 +22,7 @@ class ChanceBackend(Backend):
     def from_spec(cls, spec: dict[str, Any]) -> ChanceBackend:
         return cls(str(spec["name"]), seed=int(spec.get("seed", 0)), concurrency=int(spec.get("concurrency", 1)))
 
-    def complete(self, request: ChatRequest) -> str:
+    def complete(self, request: ChatRequest) -> Reply:
         question = request.question
         if question is None:
             raise PermanentError("the random baseline answers multiple-choice questions only")
@@ -32,5 +32,5 @@ class ChanceBackend(Backend):
         n = len(question.options)
         if question.multi:
             picked = [i + 1 for i in range(n) if rng.random() < 0.5]
-            return f"Each option is kept or dropped by a fair coin.\n{answer_line(picked)}"
-        return f"The option is drawn uniformly at random.\n{answer_line(int(rng.integers(1, n + 1)))}"
+            return Reply(f"Each option is kept or dropped by a fair coin.\n{answer_line(picked)}")
+        return Reply(f"The option is drawn uniformly at random.\n{answer_line(int(rng.integers(1, n + 1)))}")

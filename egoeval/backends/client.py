@@ -5,12 +5,24 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from egoeval.backends import Backend, BackendError, ChatRequest, EndpointError, make_backend, request_key
+from egoeval.backends import (
+    Backend,
+    BackendError,
+    ChatRequest,
+    EndpointDown,
+    EndpointError,
+    RequestRejected,
+    make_backend,
+    request_key,
+)
 from egoeval.cache import ResponseCache
 from egoeval.limiter import AdaptiveLimiter, call_with_retries
+
+FIRST_CALLS = 8  # when the first calls that reach an endpoint are all rejected alike, every call would be: stop
 
 
 @dataclass(frozen=True)
@@ -18,14 +30,17 @@ class Completion:
     response: str | None  # None when the call failed
     error: str  # "" when it succeeded
     key: str  # the request key (the cache key)
+    served_model: str = ""  # the model the endpoint named as serving the reply ("" when none is named)
 
 
 class ModelClient:
     """A backend plus its pacing (AIMD limiter, retries with jittered backoff) and the shared response cache.
 
     A key found in the cache is never sent again; only successes are stored. With ``cache_only`` a miss is
-    an error and nothing is sent. A failed call is returned as a Completion with its error, except an
-    EndpointError (a wrong key, URL or model: every call would fail alike), which is raised.
+    an error and nothing is sent. A failed call is returned as a Completion with its error, except when every call
+    would fail alike, which is raised and stops the client: an EndpointError (a wrong key, URL or model; also the
+    first FIRST_CALLS calls all rejected the same way, e.g. every request answered 400) or an EndpointDown
+    (nothing answers at the address).
     """
 
     def __init__(
@@ -50,7 +65,9 @@ class ModelClient:
         self._lock = threading.Lock()
         self.calls = 0  # completed calls that reached the backend (successes and failures)
         self.hits = 0
-        self.broken: EndpointError | None = None  # once the endpoint is known wrong, nothing more is sent
+        self.served: Counter[str] = Counter()  # the model each reply (sent or cached) names as serving it
+        self._first: list[str] = []  # per call of the first FIRST_CALLS: the kind of its rejection, "" if none
+        self.broken: EndpointError | EndpointDown | None = None  # once every call would fail, nothing more is sent
 
     @classmethod
     def from_spec(cls, spec: dict[str, Any], cache: ResponseCache, *, cache_only: bool = False) -> ModelClient:
@@ -66,18 +83,19 @@ class ModelClient:
 
     def complete(self, request: ChatRequest) -> Completion:
         key = request_key(self.backend.name, self.backend.model, request)
-        cached = self.cache.get(key)
+        cached = self.cache.entry(key)
         if cached is not None:
             with self._lock:
                 self.hits += 1
-            return Completion(cached, "", key)
+            return self._done(key, *cached)
         if self.cache_only:
             return Completion(None, "not in the response cache (cache-only mode)", key)
         if self.broken is not None:
             raise self.broken
         start = time.monotonic()
+        rejected = ""
         try:
-            text = call_with_retries(
+            reply = call_with_retries(
                 lambda: self.backend.complete(request),
                 max_retries=self.max_retries,
                 base_delay=self.base_delay,
@@ -85,16 +103,59 @@ class ModelClient:
                 rng=self._rng,
                 limiter=self.limiter,
             )
-        except EndpointError as error:
+        except (EndpointError, EndpointDown) as error:
             self.broken = error
-            raise  # every call would fail alike: the stage stops (exit 2)
+            raise  # every call would fail alike: the stage stops
+        except RequestRejected as error:
+            rejected = error.kind
+            self._note_first(error)
+            return Completion(None, str(error), key)
         except BackendError as error:
             return Completion(None, str(error) or type(error).__name__, key)
         finally:
             with self._lock:
                 self.calls += 1
-        meta = {"backend": self.backend.name, "model": self.backend.model, "seconds": time.monotonic() - start}
-        return Completion(self.cache.put(key, text, meta), "", key)
+            if not rejected:
+                self._note_first(None)
+        meta = {
+            "backend": self.backend.name,
+            "model": self.backend.model,
+            "served_model": reply.served_model,
+            "seconds": time.monotonic() - start,
+        }
+        return self._done(key, *self.cache.put(key, reply.text, meta))
+
+    def _done(self, key: str, response: str, meta: dict[str, Any]) -> Completion:
+        served = str(meta.get("served_model", ""))
+        with self._lock:
+            self.served[served] += 1
+        return Completion(response, "", key, served)
+
+    def _note_first(self, rejection: RequestRejected | None) -> None:
+        """Count one of the first FIRST_CALLS calls; when they were all rejected alike, stop (raise EndpointError)."""
+        with self._lock:
+            if len(self._first) >= FIRST_CALLS or self.broken is not None:
+                return
+            self._first.append("" if rejection is None else rejection.kind)
+            if rejection is None or len(self._first) < FIRST_CALLS or set(self._first) != {rejection.kind}:
+                return
+            self.broken = EndpointError(
+                f"{rejection.where} rejected the first {FIRST_CALLS} calls alike ({rejection}), so it would reject "
+                f"every call; {rejection.fix}"
+            )
+        raise self.broken
+
+    def served_note(self) -> str | None:
+        """A line saying which other models the endpoint named as serving the replies, or None when none did."""
+        others = {name: n for name, n in self.served.items() if name and name != self.backend.model}
+        if not others:
+            return None
+        named = ", ".join(f"{name!r} ({n})" for name, n in sorted(others.items()))
+        total = sum(self.served.values())
+        return (
+            f"{self.backend.model}: the endpoint named another model as serving {sum(others.values())} of {total} "
+            f"replies: {named} (recorded per answer in served_model)"
+        )
 
     def close(self) -> None:
         self.backend.close()

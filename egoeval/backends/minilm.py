@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from egoeval.backends.base import Backend, ChatRequest, PermanentError, answer_line
+from egoeval.backends.base import Backend, ChatRequest, PermanentError, Reply, answer_line
 
 _LOAD_LOCK = threading.Lock()
 _MODEL: Any = None
@@ -57,7 +57,7 @@ class MiniLMBackend(Backend):
                 self._memo.update(zip(missing, vectors, strict=True))
             return np.stack([self._memo[t] for t in texts])
 
-    def complete(self, request: ChatRequest) -> str:
+    def complete(self, request: ChatRequest) -> Reply:
         question = request.question
         if question is None or question.setting == "video":
             raise PermanentError("the minilm baseline answers text-only multiple-choice questions only")
@@ -68,6 +68,6 @@ class MiniLMBackend(Backend):
         similarity = vectors[1:] @ vectors[0]
         if question.multi:
             picked = [int(i) + 1 for i in np.flatnonzero(similarity > similarity.mean())]
-            return f"Options more similar to the context than average: {picked}.\n{answer_line(picked)}"
+            return Reply(f"Options more similar to the context than average: {picked}.\n{answer_line(picked)}")
         best = int(np.argmax(similarity)) + 1
-        return f"Option {best} is the most similar to the context.\n{answer_line(best)}"
+        return Reply(f"Option {best} is the most similar to the context.\n{answer_line(best)}")

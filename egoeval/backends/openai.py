@@ -1,7 +1,20 @@
 """Any OpenAI-compatible chat completions endpoint: vLLM, SGLang, Ollama, OpenAI, Gemini's compatibility API.
 
-The API key is read from the environment variable *named* by ``api_key_env`` at call time; it is never
-kept on the object, written to a file or put in an error message.
+The API key is read from the environment variable *named* by ``api_key_env`` at call time; it is never kept on
+the object. Everything the endpoint sends back crosses one boundary (``_Answer.read``): the body is read up to
+``reply_byte_limit(max_tokens)`` bytes, within ``timeout_s`` from connect to its last byte, and the key is
+redacted from every string in it before anything cuts, stores, logs or shows it.
+
+What an answer means:
+
+- 200 with a completion: the reply. Under ``official`` its content is the reply even beside a ``refusal`` field
+  or a ``content_filter`` finish (the official code reads the content); under ``egoeval`` those are refusals;
+- 408, 409, 425, 429, 5xx, dropped connections, timeouts, empty or malformed bodies: transient, retried;
+- 400, 413, 422 (a content-policy refusal, an image the endpoint will not read) and a reply over the size cap:
+  that request's own failure (RequestRejected), never retried;
+- 401, 403, 404, 405 and other statuses, an HTML page, a 200 whose body is an error object, a body that cannot
+  be decoded, a URL that cannot be called: EndpointError (every call would fail alike: exit 2);
+- nothing answers at the address, and nothing ever did: EndpointDown (exit 75), within CONNECT_TIMEOUT_S.
 """
 
 from __future__ import annotations
@@ -10,24 +23,33 @@ import base64
 import email.utils
 import json
 import os
+import re
+import threading
 import time
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import httpcore
 import httpx
 
 from egoeval.backends.base import (
     Backend,
     ChatRequest,
+    EndpointDown,
     EndpointError,
     ImagePart,
     Message,
     PermanentError,
+    Reply,
+    RequestRejected,
     TransientError,
+    redact,
 )
 from egoeval.io import PARAMS_FILE, InputError
 
 OVERLOAD_STATUS = {429, 503, 529}  # the server says: slow down
 RETRY_STATUS = {408, 409, 425, 500, 502, 504} | OVERLOAD_STATUS
+REJECTED_STATUS = {400, 413, 422}  # this request refused (a policy, an image, a size): the others may pass
 FIX = {  # what each permanent answer asks the user to fix
     400: "the server rejects the request: check the model's name, max_tokens and temperature in params.yaml",
     401: "the key is missing or wrong: set a valid key in ${env} (named by api_key_env in params.yaml)",
@@ -37,6 +59,17 @@ FIX = {  # what each permanent answer asks the user to fix
     413: "the request is too large for the server: lower egonormia.frames.max_width or frame_height",
     422: "the server rejects the request: check the model's name, max_tokens and temperature in params.yaml",
 }
+DEFAULT_FIX = "check base_url, the model's name and the key in params.yaml"
+CONNECT_TIMEOUT_S = 5.0  # a connection not made by then (or refused): nothing answers at that address
+DETAIL_CHARS = 300  # what an error message quotes of the endpoint's own words
+REPLY_ENVELOPE_BYTES = 64 * 1024  # the JSON around a completion: ids, usage, a served model name
+REPLY_BYTES_PER_TOKEN = 128  # generous: a token is a few bytes of text, a few dozen JSON-escaped
+
+
+def reply_byte_limit(max_tokens: int) -> int:
+    """The most bytes of a reply read and kept: what ``max_tokens`` tokens can justify, plus the JSON envelope.
+    A longer reply is cut there and recorded as that request's failure (nothing of it is kept)."""
+    return REPLY_ENVELOPE_BYTES + max(0, max_tokens) * REPLY_BYTES_PER_TOKEN
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -82,6 +115,154 @@ def request_body(model: str, request: ChatRequest) -> dict[str, Any]:
     return body
 
 
+# ------------------------------------------------------------------ timeout_s from connect to the last byte
+
+
+class _Deadline(threading.local):
+    """When the current call of this thread must be done (``time.monotonic()``); None between calls."""
+
+    at: float | None = None
+
+    def bound(self, timeout: float | None, expired: type[Exception]) -> float | None:
+        """``timeout`` cut to the time the call has left; raises ``expired`` when none is left."""
+        if self.at is None:
+            return timeout
+        left = self.at - time.monotonic()
+        if left <= 0:
+            raise expired("timeout_s passed")
+        return left if timeout is None else min(timeout, left)
+
+
+class _BoundedStream(httpcore.NetworkStream):
+    """A connection whose every socket operation ends by the deadline of the call using it."""
+
+    def __init__(self, stream: httpcore.NetworkStream, deadline: _Deadline) -> None:
+        self._stream = stream
+        self._deadline = deadline
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._stream.read(max_bytes, self._deadline.bound(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._stream.write(buffer, self._deadline.bound(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def start_tls(self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None) -> Any:
+        bounded = self._deadline.bound(timeout, httpcore.ConnectTimeout)
+        return _BoundedStream(self._stream.start_tls(ssl_context, server_hostname, bounded), self._deadline)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._stream.get_extra_info(info)
+
+
+class _BoundedBackend(httpcore.NetworkBackend):
+    """httpcore's sockets, each operation bounded by the calling thread's deadline."""
+
+    def __init__(self, inner: httpcore.NetworkBackend, deadline: _Deadline) -> None:
+        self._inner = inner
+        self._deadline = deadline
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Any = None,
+    ) -> httpcore.NetworkStream:
+        bounded = self._deadline.bound(timeout, httpcore.ConnectTimeout)
+        stream = self._inner.connect_tcp(host, port, bounded, local_address, socket_options)
+        return _BoundedStream(stream, self._deadline)
+
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Any = None
+    ) -> httpcore.NetworkStream:
+        bounded = self._deadline.bound(timeout, httpcore.ConnectTimeout)
+        return _BoundedStream(self._inner.connect_unix_socket(path, bounded, socket_options), self._deadline)
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+def _bounded_client(timeout_s: float, concurrency: int, deadline: _Deadline) -> httpx.Client:
+    """An httpx client whose calls end by ``deadline``: httpx bounds each read, not a call (a server trickling its
+    headers a byte a second would hold a call for ever), so every connection pool it made (proxies' too) gets a
+    network backend that cuts each socket operation to the time the call has left."""
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    client = httpx.Client(timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, CONNECT_TIMEOUT_S)), limits=limits)
+    for transport in (client._transport, *client._mounts.values()):
+        pool = getattr(transport, "_pool", None)
+        if pool is not None:
+            pool._network_backend = _BoundedBackend(pool._network_backend, deadline)
+    return client
+
+
+# ------------------------------------------------------------------ the boundary: what the endpoint sent back
+
+
+def _redacted(data: Any, key: str | None) -> Any:
+    """Parsed JSON with ``key`` redacted from every string in it (object keys too)."""
+    if not key:
+        return data
+    if isinstance(data, str):
+        return redact(data, key)
+    if isinstance(data, list):
+        return [_redacted(value, key) for value in data]
+    if isinstance(data, dict):
+        return {redact(name, key): _redacted(value, key) for name, value in data.items()}
+    return data
+
+
+def _cut(text: str, limit: int = DETAIL_CHARS) -> str:
+    """``text`` on one line, at most ``limit`` characters (cut with an ellipsis that says so)."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """What the endpoint sent back, every string in it already redacted."""
+
+    status: int
+    content_type: str
+    retry_after: float | None
+    text: str  # the body as text
+    data: Any  # the body as JSON; None when it is not JSON
+
+    @classmethod
+    def read(cls, status: int, headers: httpx.Headers, body: bytes, key: str | None) -> _Answer:
+        """The boundary: nothing the endpoint sent is kept unredacted past this point."""
+        text = body.decode("utf-8", errors="replace")
+        data = None
+        if text.lstrip().startswith(("{", "[")):
+            try:
+                data = _redacted(json.loads(text), key)
+            except (ValueError, RecursionError):  # malformed, nested too deep, an integer beyond Python's limit
+                data = None
+        content_type = _cut(redact(headers.get("Content-Type", "no content type"), key), 100)
+        return cls(status, content_type, parse_retry_after(headers.get("Retry-After")), redact(text, key), data)
+
+    def detail(self) -> str:
+        """The endpoint's own words for an error: its error message when the body has one, else the body."""
+        error = self.data.get("error") if isinstance(self.data, dict) else None
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return _cut(error["message"])
+        if error is not None:
+            return _cut(error if isinstance(error, str) else json.dumps(error, ensure_ascii=False))
+        return _cut(self.text)
+
+    def error_code(self) -> int | None:
+        """The HTTP-like status an error object in a 200 body names (``code`` or ``status``), if any."""
+        error = self.data.get("error") if isinstance(self.data, dict) else None
+        for name in ("code", "status"):
+            value = error.get(name) if isinstance(error, dict) else None
+            if isinstance(value, int) or (isinstance(value, str) and re.fullmatch(r"[1-5][0-9][0-9]", value)):
+                return int(value)
+        return None
+
+
 class OpenAIBackend(Backend):
     name: ClassVar[str] = "openai"
     supports_images: ClassVar[bool] = True
@@ -93,8 +274,9 @@ class OpenAIBackend(Backend):
         self.base_url = base_url.rstrip("/")
         self.api_key_env = api_key_env
         self.timeout_s = timeout_s
-        limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-        self._client = httpx.Client(timeout=httpx.Timeout(timeout_s), limits=limits)
+        self._deadline = _Deadline()
+        self._client = _bounded_client(timeout_s, concurrency, self._deadline)
+        self._answered = False  # has anything ever answered at this address? (then a refused connection is transient)
 
     @classmethod
     def from_spec(cls, spec: dict[str, Any]) -> OpenAIBackend:
@@ -112,6 +294,13 @@ class OpenAIBackend(Backend):
     def endpoint(self) -> str:
         return f"{self.base_url}/chat/completions"
 
+    @property
+    def _who(self) -> str:
+        return f"{self.endpoint} (model {self.model!r})"
+
+    def _fix(self, status: int | None) -> str:
+        return FIX.get(status or 0, DEFAULT_FIX).replace("${env}", f"${self.api_key_env}")
+
     def _headers(self) -> tuple[dict[str, str], str | None]:
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
         headers = {"Content-Type": "application/json"}
@@ -124,80 +313,112 @@ class OpenAIBackend(Backend):
             headers["Authorization"] = f"Bearer {key}"
         return headers, key
 
-    def complete(self, request: ChatRequest) -> str:
-        body = request_body(self.model, request)
+    def _nothing_answers(self, why: str) -> EndpointDown:
+        return EndpointDown(
+            f"{self.endpoint}: nothing answers at this address ({why}): check base_url of model {self.model!r} in "
+            "params.yaml (egonormia.model or egonormia.baselines) and that the server is running there"
+        )
+
+    def complete(self, request: ChatRequest) -> Reply:
         headers, key = self._headers()
         try:
-            response = self._post(body, headers)
-        except httpx.TimeoutException as error:
-            raise TransientError(f"timeout ({type(error).__name__})") from None
+            answer = self._post(request, headers, key)
+        except httpx.ConnectTimeout:
+            if not self._answered:
+                raise self._nothing_answers(f"no connection within {CONNECT_TIMEOUT_S:g} s") from None
+            raise TransientError("timeout (ConnectTimeout)") from None
+        except httpx.TimeoutException:
+            raise TransientError(f"timeout (no complete reply within timeout_s, {self.timeout_s:g} s)") from None
+        except httpx.DecodingError as error:
+            raise EndpointError(
+                f"{self._who} answered with a body that cannot be decoded ({_cut(redact(str(error), key))}): not a "
+                "working chat completions API; check base_url in params.yaml (or a proxy between that garbles it)"
+            ) from None
         except (httpx.UnsupportedProtocol, httpx.InvalidURL, httpx.LocalProtocolError) as error:
             raise EndpointError(
-                f"{self.endpoint}: cannot be called ({type(error).__name__}: {_redact(str(error), key)}): "
+                f"{self.endpoint}: cannot be called ({type(error).__name__}: {_cut(redact(str(error), key))}): "
                 "check base_url in params.yaml (http:// or https://, host, port)"
             ) from None
-        except httpx.TransportError as error:
+        except httpx.ConnectError as error:
+            if not self._answered:
+                raise self._nothing_answers(_cut(redact(str(error), key), 120)) from None
+            raise TransientError("connection error (ConnectError)") from None
+        except httpx.HTTPError as error:
             raise TransientError(f"connection error ({type(error).__name__})") from None
-        return _reply_text(response, key, self)
+        return self._interpret(answer, request)
 
-    def _post(self, body: dict[str, Any], headers: dict[str, str]) -> httpx.Response:
-        """POST and read the reply within ``timeout_s`` in all (httpx's own timeouts are per read, so a server
-        trickling bytes could hold a call for ever)."""
-        deadline = time.monotonic() + self.timeout_s
-        with self._client.stream("POST", self.endpoint, json=body, headers=headers) as streamed:
-            chunks = []
-            for chunk in streamed.iter_bytes():
-                chunks.append(chunk)
-                if time.monotonic() > deadline:
-                    raise TransientError(f"timeout (the reply took longer than timeout_s, {self.timeout_s:g} s)")
-        plain = {k: v for k, v in streamed.headers.items() if k.lower() not in {"content-encoding", "content-length"}}
-        return httpx.Response(streamed.status_code, headers=plain, content=b"".join(chunks))
+    def _post(self, request: ChatRequest, headers: dict[str, str], key: str | None) -> _Answer:
+        """POST and read the reply, at most ``reply_byte_limit`` bytes, all within ``timeout_s``."""
+        limit = reply_byte_limit(request.decoding.max_tokens)
+        self._deadline.at = time.monotonic() + self.timeout_s
+        try:
+            with self._client.stream(
+                "POST", self.endpoint, json=request_body(self.model, request), headers=headers
+            ) as (streamed):
+                self._answered = True
+                chunks, size = [], 0
+                for chunk in streamed.iter_bytes():
+                    size += len(chunk)
+                    if size > limit:
+                        raise RequestRejected(
+                            f"reply cut at {limit:,} bytes: more than max_tokens {request.decoding.max_tokens} can "
+                            "justify (reply_byte_limit); nothing of it kept",
+                            kind="replies over the size cap",
+                            where=self._who,
+                            fix="the server ignores max_tokens: check the model's max_tokens and the server",
+                        )
+                    chunks.append(chunk)
+                return _Answer.read(streamed.status_code, streamed.headers, b"".join(chunks), key)
+        finally:
+            self._deadline.at = None
+
+    def _interpret(self, answer: _Answer, request: ChatRequest) -> Reply:
+        """The reply, or the Transient/Permanent/Rejected/Endpoint error the answer means (module docstring)."""
+        status = answer.status
+        if status in RETRY_STATUS or status >= 500:
+            raise TransientError(f"http {status}", retry_after=answer.retry_after, overload=status in OVERLOAD_STATUS)
+        detail = answer.detail()
+        said = f"http {status}: {detail}" if detail else f"http {status}"
+        if status in REJECTED_STATUS:
+            raise RequestRejected(said, kind=f"http {status}", where=self._who, fix=self._fix(status))
+        if status != 200:
+            raise EndpointError(f"{self._who} answered {said}; {self._fix(status)}")
+        if not answer.text.strip():
+            raise TransientError("empty response body")
+        data = answer.data
+        if data is None:
+            if answer.text.lstrip().startswith(("{", "[")):
+                raise TransientError("malformed response body")
+            raise EndpointError(
+                f"{self._who} answered 200 with a non-JSON body ({answer.content_type}: {_cut(answer.text, 80)!r}): "
+                "not an OpenAI chat completions API; check base_url in params.yaml (it usually ends in /v1)"
+            )
+        if isinstance(data, dict) and "error" in data and "choices" not in data:
+            code = answer.error_code()
+            if code is not None and (code in RETRY_STATUS or code >= 500):
+                raise TransientError(f"http 200 with an error object (code {code})", overload=code in OVERLOAD_STATUS)
+            raise EndpointError(
+                f"{self._who} answered 200 with an error object instead of a completion ({detail}); {self._fix(code)}"
+            )
+        try:
+            choice = data["choices"][0]
+            message = choice["message"]
+        except (KeyError, IndexError, TypeError):
+            raise TransientError("malformed response body") from None
+        if not isinstance(message, dict):
+            raise TransientError("malformed response body")
+        served = data.get("model") if isinstance(data.get("model"), str) else ""
+        content = message.get("content")
+        has_text = isinstance(content, str) and bool(content.strip())
+        if has_text and request.protocol == "official":
+            return Reply(content, _cut(served, 200))  # the official code reads the content whatever else is said
+        if message.get("refusal"):
+            raise PermanentError(f"refusal: {_cut(str(message['refusal']), 200)}")
+        if choice.get("finish_reason") == "content_filter":
+            raise PermanentError("refusal: finish_reason content_filter")
+        if not has_text:
+            raise TransientError("empty completion")
+        return Reply(content, _cut(served, 200))
 
     def close(self) -> None:
         self._client.close()
-
-
-def _redact(text: str, key: str | None) -> str:
-    return text.replace(key, "***") if key else text
-
-
-def _reply_text(response: httpx.Response, key: str | None, backend: OpenAIBackend) -> str:
-    """Map a response to its reply text or to a Transient/Permanent/Endpoint error (key redacted from messages)."""
-    status = response.status_code
-    if status in RETRY_STATUS or status >= 500:
-        raise TransientError(
-            f"http {status}",
-            retry_after=parse_retry_after(response.headers.get("Retry-After")),
-            overload=status in OVERLOAD_STATUS,
-        )
-    if status != 200:
-        detail = _redact(response.text[:200].strip(), key)
-        fix = FIX.get(status, "check base_url, the model's name and the key in params.yaml").replace(
-            "${env}", f"${backend.api_key_env}"
-        )
-        answered = f"http {status}: {detail}" if detail else f"http {status}"
-        raise EndpointError(f"{backend.endpoint} (model {backend.model!r}) answered {answered}; {fix}")
-    if not response.content.strip():
-        raise TransientError("empty response body")
-    if not response.content.lstrip().startswith((b"{", b"[")):
-        kind = response.headers.get("Content-Type", "no content type")
-        raise EndpointError(
-            f"{backend.endpoint} (model {backend.model!r}) answered 200 with a non-JSON body ({kind}: "
-            f"{_redact(response.text[:80].strip(), key)!r}): not an OpenAI chat completions API; check base_url "
-            "in params.yaml (it usually ends in /v1)"
-        )
-    try:
-        choice = response.json()["choices"][0]
-        message = choice["message"]
-    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, IndexError, TypeError):
-        raise TransientError("malformed response body") from None
-    if not isinstance(message, dict):
-        raise TransientError("malformed response body")
-    if message.get("refusal"):
-        raise PermanentError(_redact(f"refusal: {str(message['refusal'])[:200]}", key))
-    if choice.get("finish_reason") == "content_filter":
-        raise PermanentError("refusal: finish_reason content_filter")
-    content = message.get("content")
-    if not isinstance(content, str) or not content.strip():
-        raise TransientError("empty completion")
-    return content

@@ -20,8 +20,8 @@ Choices may be numbers, letters A-E (upper case; a lone lower-case letter too), 
 or "None of the above" (the displayed position of the empty slot). A number leading the answer wins over
 any text after it (``Answer: 3 - <text of another option>`` is 3). For a set, a bare ``none`` or ``[]``
 is the empty set, while "None of the above" selects that option. ``<think>...</think>`` blocks are ignored.
-Anything else raises ``ParseFailure`` with a reason: no text, no answer, a refusal, a number out of range,
-several choices where one is asked for, or disagreeing final answers.
+Anything else raises ``ParseFailure`` with a reason: no text, no answer, a refusal, a number out of range (however
+many digits), several choices where one is asked for, or disagreeing final answers. No text raises anything else.
 """
 
 from __future__ import annotations
@@ -291,11 +291,17 @@ def _positions(tokens: list[str], ctx: _Options) -> list[int]:
     digits = [t for t in tokens if t.isdigit()]
     if digits and len(digits) != len(tokens):
         raise ParseFailure(f"numbers and letters mixed in one answer: {', '.join(tokens)}")
-    positions = [int(t) for t in tokens] if digits else [ord(t) - ord("A") + 1 for t in tokens]
+    positions = [_number(t) for t in tokens] if digits else [ord(t) - ord("A") + 1 for t in tokens]
     for position, token in zip(positions, tokens, strict=True):
         if not 1 <= position <= ctx.count:
             raise ParseFailure(f"choice {token[:20]} out of range 1-{ctx.count}")
     return positions
+
+
+def _number(digits: str) -> int:
+    """An ASCII digit string's value; one too long to be an option number (beyond int()'s digit limit, too) is -1."""
+    significant = digits.lstrip("0")
+    return int(significant or "0") if len(significant) <= 6 else -1
 
 
 def _by_text(payload: str, ctx: _Options) -> int | None:

@@ -34,12 +34,14 @@ from egoeval.egonormia.artifacts import (
     DESCRIPTIONS,
     FRAMES,
     ITEMS,
+    NO_DESCRIPTION,
     NOT_SENT,
     RESPONSE_COLUMNS,
     FrameStore,
     Unavailable,
     read_items,
     read_table,
+    results_key,
 )
 from egoeval.egonormia.prompts import (
     SETTINGS,
@@ -98,13 +100,18 @@ class Runner:
             "response": done.response,
             "error": done.error,
             "request_key": done.key,
+            "served_model": done.served_model,
         }
 
     def _scene(self, clip_id: str, setting: str) -> Scene:
         if setting == "pipeline":
             description, error = self.descriptions.get(clip_id, ("", "the clip is not in descriptions.parquet"))
-            if error or not description.strip():
-                raise Unavailable(f"description unavailable: {error or 'empty description'}")
+            if self.protocol == "official" and error == NO_DESCRIPTION:
+                error = ""  # the official code sends a blank description as is, between its triple quotes
+            elif not description.strip():
+                error = error or "empty description"
+            if error:
+                raise Unavailable(f"description unavailable: {error}")
             return Scene(setting, description=description)
         if setting == "video":
             return Scene(setting, frames_jpeg=self.frames.jpeg(clip_id))
@@ -187,6 +194,12 @@ def run_inference(
     names = [str(spec.get("name")) for spec in model_specs]
     if len(set(names)) != len(names):
         raise InputError(PARAMS_FILE, f"model names must be unique, got {names}")
+    for setting in settings:  # the official results' name of every run, checked before any call is paid for
+        for name in names:
+            try:
+                results_key(setting, name)
+            except ValueError as error:
+                raise InputError(PARAMS_FILE, str(error)) from None
     frames = FrameStore(frames_index, frames_dir)
     texts = {row.id: (row.description or "", row.error) for row in descriptions.itertuples(index=False)}
     seed = int(infer_params["seed"])
@@ -231,6 +244,8 @@ def run_inference(
                 f"limit {client.limiter.limit}/{client.limiter.max_limit}",
                 file=sys.stderr,
             )
+            if client.served_note():
+                print(f"infer: warning: {client.served_note()}", file=sys.stderr)
     table = pd.DataFrame(rows, columns=list(RESPONSE_COLUMNS))
     return table.sort_values(["id", "setting", "model", "subtask"], ignore_index=True)
 

@@ -4,8 +4,8 @@ Follows ``src/eval/eval_api.py`` of Open-Social-World/EgoNormia (class ``OpenAIE
 ``protocols/official.json``, whose prompt text is kept verbatim as data). Per clip and setting:
 
 1. the action call: one user message, the setting's prefix (the description formatted into it in the pipeline
-   setting) + the action prompt with the options in stored order as a Python list repr; in the video setting
-   the frames image comes first, as an ``image_url`` part;
+   setting, a blank one too) + the action prompt with the options in stored order as a Python list repr; in the
+   video setting the frames image comes first, as an ``image_url`` part;
 2. when the action answer is valid, the justification call, its own single-turn conversation quoting the chosen
    behaviour; its prefix is left unformatted (the pipeline setting sends the literal ``{desc}``: the model never
    sees the description there); the video setting resends the image;
@@ -13,12 +13,17 @@ Follows ``src/eval/eval_api.py`` of Open-Social-World/EgoNormia (class ``OpenAIE
    ``claude``).
 
 ``max_tokens`` 2000, ``temperature`` 0.0, no system prompt, no option shuffle. Answers: the last integer in the
-reply minus one, valid when in 0..4; sensible: the last ``[...]`` on one line, ``ast.literal_eval``, each minus
-one; a list with an element outside 0..4 becomes the empty list (a valid answer); an element that is not a
-number makes the answer invalid, a non-integral number in range an error (the official code raises ``KeyError``
-there and records it as an API error). Accounting (``scoring.official_mask``): an invalid action or
-justification makes both wrong; an API error in the action or justification call drops the item from n; an
-invalid sensible answer or a failed sensible call stays in n with IoU 0.
+reply minus one, valid when in 0..4 (an integer longer than Python's int-string limit, 4,300 digits, is invalid: the
+official code's ``int()`` raises there and its bare ``except`` records an invalid answer); sensible: the last
+``[...]`` on one line, ``ast.literal_eval``, each minus one; a list with an element outside 0..4 becomes the empty
+list (a valid answer); anything ``literal_eval`` or the minus one refuses makes the answer invalid, a non-integral
+number in range an error (the official code raises ``KeyError`` there and records it as an API error). No reply
+text raises anything else, and reading one costs time linear in its length. Under this protocol the endpoint's
+content is the reply even beside a ``refusal`` field or a ``content_filter`` finish, as the official code reads it.
+Accounting (``scoring.official_excluded``, ``scoring.official_uncounted``): an invalid action or justification
+makes both wrong; an API error in the action or justification call (an HTTP 400 too) drops the item from n; an
+invalid sensible answer or a failed sensible call stays in n with IoU 0; an empty sensible answer to an empty gold
+list leaves n but keeps its action and justification in the sums (the newest official scorer).
 """
 
 from __future__ import annotations
@@ -35,8 +40,8 @@ from egoeval.backends.base import ChatRequest, Decoding, ImagePart, Message, Que
 
 PROTOCOL_FILE = Path(__file__).parent / "protocols" / "official.json"
 IDENTITY = list(range(5))  # the official code's option order: stored order
-_LAST_INT = re.compile(r"\d+")
-_LAST_LIST = re.compile(r"\[.*\]")
+_INTEGER = re.compile(r"\d+")  # the official pattern: any Unicode decimal digits
+INT_DIGITS_LIMIT = 4300  # CPython's default int-string limit, the official environment's (3.11+)
 
 
 class OfficialError(Exception):
@@ -130,11 +135,22 @@ def extract_single(reply: str | None) -> int | None:
     """The official single-choice reading: the last integer minus one, when in 0..4; else None (invalid)."""
     if reply is None:
         return None
-    found = _LAST_INT.findall(reply)
-    if not found:
+    found = _INTEGER.findall(reply)
+    if not found or len(found[-1]) > INT_DIGITS_LIMIT:
         return None
     choice = int(found[-1]) - 1
     return choice if choice in range(5) else None
+
+
+def last_list(reply: str) -> str | None:
+    """What the official ``re.findall(r'\\[.*\\]', reply)[-1]`` finds, in linear time (that pattern is quadratic on a
+    line of many ``[``): on the last line holding a ``[`` before a ``]``, from its first ``[`` to its last ``]``."""
+    for line in reversed(reply.split("\n")):
+        close = line.rfind("]")
+        start = line.find("[", 0, close) if close > 0 else -1
+        if start >= 0:
+            return line[start : close + 1]
+    return None
 
 
 def extract_multi(reply: str | None) -> list[int] | None:
@@ -144,13 +160,13 @@ def extract_multi(reply: str | None) -> list[int] | None:
     """
     if reply is None:
         return None
-    found = _LAST_LIST.findall(reply)
-    if not found:
+    found = last_list(reply)
+    if found is None:
         return None
     try:
-        values = ast.literal_eval(found[-1])
+        values = ast.literal_eval(found)
         shifted = [value - 1 for value in values]
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+    except Exception:  # the official code's bare except: whatever literal_eval or the minus one refuses is invalid
         return None
     try:  # every element compared (a list, not all()): the official code's order of failures
         in_range = len([value for value in shifted if value <= 4 and value > -1]) == len(shifted)

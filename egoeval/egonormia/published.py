@@ -35,6 +35,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from egoeval.egonormia.artifacts import setting_of
 from egoeval.egonormia.scoring import score_official
 from egoeval.io import InputError, write_json
 from egoeval.reported import Difference, Metric
@@ -44,17 +45,8 @@ METRICS = ("action", "justification", "both", "sensible_iou")
 SPLITS = ("full", "verified")
 FORMATS = ("leaderboard-tsx", "paper-table-mdx", "eval-json")
 PROVENANCE = ("repository", "commit", "path", "licence")
-_PREFIXES = (("blind_", "blind"), ("desc_", "pipeline"))
 
 Figures = dict[str, dict[str, dict[str, float | int | None]]]  # {setting: {model: {metric: value, n}}}
-
-
-def setting_of(model_key: str) -> tuple[str, str]:
-    """(setting, published model name) of an official eval-JSON model key."""
-    for prefix, setting in _PREFIXES:
-        if model_key.startswith(prefix):
-            return setting, model_key[len(prefix) :]
-    return "video", model_key
 
 
 def figures_from_eval_json(data: Any) -> Figures:

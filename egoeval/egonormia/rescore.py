@@ -15,11 +15,12 @@ from egoeval.egonormia.scoring import METRICS, OfficialFormatError, score_offici
 from egoeval.io import InputError, read_json, write_json
 
 
-def format_table(models: dict[str, dict[str, float | int]]) -> str:
-    """The scores as an aligned text table, one row per model, numbers to two decimals."""
+def format_table(models: dict[str, dict[str, float | int | None]]) -> str:
+    """The scores as an aligned text table, one row per model, numbers to two decimals ("n/a": no clip counted)."""
     header = ["model", "n", *METRICS]
     rows = [
-        [name, str(scores["n"]), *(f"{scores[metric]:.2f}" for metric in METRICS)] for name, scores in models.items()
+        [name, str(scores["n"]), *("n/a" if scores[metric] is None else f"{scores[metric]:.2f}" for metric in METRICS)]
+        for name, scores in models.items()
     ]
     widths = [max(len(row[k]) for row in [header, *rows]) for k in range(len(header))]
     lines = [

@@ -15,6 +15,12 @@ Conventions (the benchmark card's recipe; see FORMATS.md):
   items sees the same resamples (paired comparisons);
 - norm categories: an item belongs to every category of its *correct* option (``taxonomy[correct_idx]``);
   an item whose correct answer is the empty "None" slot has no categories and is in no category's count.
+
+Under the official protocol n is the official scorer's (``compute_scores_final.py``, the newest version on the
+default branch, commit 2019f27): an item whose action or justification call failed is left out altogether
+(``official_excluded``), and an item whose sensible answer and gold are both empty is left out of n while its
+action and justification stay in the sums (the scorer's ``except`` catches the division by zero after adding
+them: ``official_uncounted``). So a metric is its sum over the items scored divided by the items counted.
 """
 
 from __future__ import annotations
@@ -38,14 +44,23 @@ class Outcomes:
     action: np.ndarray  # bool: predicted action == correct_idx
     justification: np.ndarray  # bool: predicted justification == correct_idx
     sensible_iou: np.ndarray  # float in [0, 1]
+    counted: np.ndarray | None = None  # bool: the item is in n (None: every item; see official_uncounted)
 
     @property
     def both(self) -> np.ndarray:
         return self.action & self.justification
 
+    @property
+    def in_n(self) -> np.ndarray:
+        return np.ones(len(self.action), dtype=bool) if self.counted is None else self.counted
+
     def columns(self) -> np.ndarray:
-        """A (len(METRICS), n) float matrix of the per-item values, in METRICS order."""
+        """A (len(METRICS), items) float matrix of the per-item values, in METRICS order."""
         return np.vstack([self.action, self.justification, self.both, self.sensible_iou]).astype(np.float64)
+
+    def subset(self, mask: np.ndarray) -> Outcomes:
+        counted = None if self.counted is None else self.counted[mask]
+        return Outcomes(self.action[mask], self.justification[mask], self.sensible_iou[mask], counted)
 
 
 def option_masks(index_lists: Sequence[Sequence[int]], n_options: int = 5) -> np.ndarray:
@@ -97,21 +112,34 @@ def official_excluded(predictions: Any) -> Any:
     return (predictions["protocol"] == "official") & failed
 
 
+def official_uncounted(predictions: Any, sensible_gold: Sequence[Sequence[int]]) -> Any:
+    """Prediction rows the official scorer leaves out of n but keeps in the action and justification sums (a boolean
+    Series): protocol ``official``, a usable sensible answer that is empty, and an empty gold list (the scorer's
+    IoU divides by zero there; its ``except`` skips the count after the sums)."""
+    empty_answer = (predictions["sensible_error"] == "") & (predictions["sensible"].map(len) == 0)
+    empty_gold = np.array([len(gold) == 0 for gold in sensible_gold], dtype=bool)
+    return (predictions["protocol"] == "official") & empty_answer & empty_gold
+
+
 def point_estimates(result: Outcomes) -> dict[str, float]:
-    """The four metrics in percent (mean over items × 100)."""
+    """The four metrics in percent (sum over the items scored / the items counted × 100: the mean when all are)."""
     values = result.columns()
-    return {name: float(values[k].mean() * 100.0) for k, name in enumerate(METRICS)}
+    n = int(result.in_n.sum())
+    return {name: float(values[k].sum() / n * 100.0) for k, name in enumerate(METRICS)}
 
 
 def bootstrap_ci(result: Outcomes, samples: int, seed: int, confidence: float) -> dict[str, list[float]]:
-    """Percentile bootstrap interval of each metric, in percent: ``{metric: [low, high]}``."""
+    """Percentile bootstrap interval of each metric, in percent: ``{metric: [low, high]}`` (resampling items; a
+    resample that counts none of its items is left out)."""
     values = result.columns()
     n = values.shape[1]
     resamples = np.random.default_rng(seed).integers(0, n, size=(samples, n))
+    counts = result.in_n[resamples].sum(axis=1)
+    usable = counts > 0
     tail = (1.0 - confidence) / 2.0 * 100.0
     intervals = {}
     for k, name in enumerate(METRICS):
-        means = values[k][resamples].mean(axis=1) * 100.0
+        means = values[k][resamples][usable].sum(axis=1) / counts[usable] * 100.0
         low, high = np.percentile(means, [tail, 100.0 - tail])
         intervals[name] = [float(low), float(high)]
     return intervals
@@ -132,8 +160,8 @@ def failure_rates(errors: Mapping[str, Sequence[str]]) -> dict[str, float]:
 def summarize(
     result: Outcomes, errors: Mapping[str, Sequence[str]], samples: int, seed: int, confidence: float
 ) -> dict[str, Any]:
-    """Every reported number for one model on one setting (metrics None when there are no items)."""
-    n = len(result.action)
+    """Every reported number for one model on one setting (metrics None when no item is counted)."""
+    n = int(result.in_n.sum())
     if n == 0:
         empty: dict[str, Any] = dict.fromkeys((*METRICS, "coverage", "parse_failure_rate", "call_failure_rate"))
         return {**empty, "n": 0, "ci95": None}
@@ -166,16 +194,18 @@ class OfficialFormatError(ValueError):
         self.model = model
 
 
-def score_official(eval_json: Any) -> dict[str, dict[str, float | int]]:
-    """The official scorer's numbers for every model key in an eval JSON (see FORMATS.md).
+def score_official(eval_json: Any) -> dict[str, dict[str, float | int | None]]:
+    """The official scorer's numbers for every model key in an eval JSON (see FORMATS.md), as the newest
+    ``compute_scores_final.py`` (default branch, commit 2019f27) computes them.
 
-    Per model: the sums over the clips that carry an entry for it, divided by that count, in percent.
-    Action (justification) is correct when ``results[0] == correct[0]`` (``[1]``), both when both are;
-    the sensible IoU is added only when the ``sensible`` entry is a non-empty dict, else 0 is added.
-    Two departures from the literal script, both where it breaks: an empty union scores 0 (it raises
-    ZeroDivisionError, then drops the clip from the denominator after counting its action); and malformed
-    entries raise OfficialFormatError instead of being skipped half-counted. An empty model name is
-    skipped, as the script's ``if model:`` does.
+    Per model: the sums over the clips that carry an entry for it, divided by the clips counted, in percent.
+    Action (justification) is correct when ``results[0] == correct[0]`` (``[1]``), both when both are; the
+    sensible IoU is added only when the ``sensible`` entry is a non-empty dict, else 0 is added. When both
+    sensible lists are empty the scorer's division by zero is caught after the action and justification were
+    added: the clip stays in those sums but is not counted in n. An empty model name is skipped, as the script's
+    ``if model:`` does; a model no clip is counted for gets n 0 and no numbers (the script divides by zero there).
+    One departure, where the script prints an error and half-counts the entry: a malformed entry raises
+    OfficialFormatError naming the clip and model.
     """
     if not isinstance(eval_json, dict):
         raise OfficialFormatError("the top level is not an object of clips")
@@ -192,27 +222,30 @@ def score_official(eval_json: Any) -> dict[str, dict[str, float | int]]:
                 raise OfficialFormatError("best results and correct need two entries each", clip, model)
             action, justification = results[0] == correct[0], results[1] == correct[1]
             sensible = _field(entry, "sensible", clip, model, require_dict=False)
-            iou = 0.0
+            iou, counted = 0.0, True
             if isinstance(sensible, dict) and len(sensible) > 0:
                 predicted = _hashable(_list(sensible, "results", clip, model), clip, model)
                 gold = _hashable(_list(sensible, "correct", clip, model), clip, model)
                 union = predicted | gold
-                iou = len(predicted & gold) / len(union) if union else 0.0
+                iou, counted = (len(predicted & gold) / len(union), True) if union else (0.0, False)
             total = sums.setdefault(model, [0.0, 0.0, 0.0, 0.0, 0.0])
             total[0] += action
             total[1] += justification
             total[2] += action and justification
             total[3] += iou
-            total[4] += 1
+            total[4] += counted
+    return {model: _percentages(*totals) for model, totals in sorted(sums.items())}
+
+
+def _percentages(a: float, j: float, b: float, s: float, n: float) -> dict[str, float | int | None]:
+    if n == 0:
+        return {**dict.fromkeys(METRICS), "n": 0}
     return {
-        model: {
-            "action": a / n * 100.0,
-            "justification": j / n * 100.0,
-            "both": b / n * 100.0,
-            "sensible_iou": s / n * 100.0,
-            "n": int(n),
-        }
-        for model, (a, j, b, s, n) in sorted(sums.items())
+        "action": a / n * 100.0,
+        "justification": j / n * 100.0,
+        "both": b / n * 100.0,
+        "sensible_iou": s / n * 100.0,
+        "n": int(n),
     }
 
 

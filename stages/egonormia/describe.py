@@ -20,7 +20,15 @@ from tqdm import tqdm
 from egoeval.backends import Decoding
 from egoeval.backends.client import ModelClient
 from egoeval.cache import ResponseCache, cache_file, cache_only
-from egoeval.egonormia.artifacts import DESCRIPTIONS, FRAMES, ITEMS, FrameStore, Unavailable, read_table
+from egoeval.egonormia.artifacts import (
+    DESCRIPTIONS,
+    FRAMES,
+    ITEMS,
+    NO_DESCRIPTION,
+    FrameStore,
+    Unavailable,
+    read_table,
+)
 from egoeval.egonormia.prompts import describe_request
 from egoeval.io import InputError, write_parquet
 from egoeval.settings import load_settings
@@ -33,7 +41,7 @@ def from_dataset(items: pd.DataFrame) -> pd.DataFrame:
     """The pinned description of every clip; a clip without one gets an error."""
     text = items["description"].fillna("").astype(str) if "description" in items else pd.Series("", items.index)
     table = pd.DataFrame({"id": items["id"], "description": text, "source": "dataset", "request_key": ""})
-    table["error"] = text.str.strip().eq("").map({True: "no description in the dataset", False: ""})
+    table["error"] = text.str.strip().eq("").map({True: NO_DESCRIPTION, False: ""})
     return table[COLUMNS].sort_values("id", ignore_index=True)
 
 
@@ -71,6 +79,8 @@ def from_model(
             rows = list(tqdm(pool.map(describe, ids), total=len(ids), desc="describe", unit="clip", file=sys.stderr))
     finally:
         client.close()
+    if client.served_note():
+        print(f"describe: warning: {client.served_note()}", file=sys.stderr)
     return pd.DataFrame(rows, columns=COLUMNS).sort_values("id", ignore_index=True)
 
 

@@ -14,12 +14,15 @@ How answers are read depends on the protocol the responses were asked under (the
 (``egoeval.egonormia.official``: the last integer, the last bracketed list) and couples action and
 justification: when either is invalid, both are wrong. Under ``official`` a refusal or an empty completion is an
 invalid answer (the official code gets ``None`` and records it as invalid), not a failed call.
-- data/egonormia/predictions_eval.json: the same predictions in the official eval-JSON layout, model key
-  ``<setting>/<model>``. The official scorer then gives exactly our stage's numbers: every clip carries
-  every model key (same denominator n; under ``official`` an item whose action or justification call failed is
-  left out of that model key, the official denominators), -1 never equals a correct index (an unusable answer is wrong),
-  and ``"sensible": {}`` (which it counts as 0) stands for an unusable sensible answer and for an empty
-  answer to an empty gold set, where our IoU is 0 too and the script itself would divide by zero.
+- data/egonormia/predictions_eval.json: the same predictions in the official eval-JSON layout, under the official
+  results' names (``artifacts.results_key``: ``blind_<model>``, ``desc_<model>`` for the pipeline setting, the bare
+  name for video), so the official scorer files each run where the published ones are and gives exactly our
+  stage's numbers. Under ``official`` the entries are what the official code records: an item whose action or
+  justification call failed is left out of that model key, an unusable sensible answer is ``[-1, -1]`` (invalid)
+  or ``[-2, -2]`` (a failed call), an empty one is ``[]`` (with an empty gold list the scorer leaves the item out
+  of n). Under ``egoeval`` every clip carries every model key (n is every item), -1 never equals a correct index,
+  and ``"sensible": {}`` (which the scorer counts as 0) stands for an unusable sensible answer and for an empty
+  answer to an empty gold set, where our IoU is 0 too.
 """
 
 from __future__ import annotations
@@ -47,9 +50,10 @@ from egoeval.egonormia.artifacts import (
     SUBTASKS,
     read_table,
     require_columns,
+    results_key,
 )
 from egoeval.egonormia.scoring import CALL_FAILED, PARSE_FAILED, official_excluded
-from egoeval.io import InputError, write_json, write_parquet
+from egoeval.io import PARAMS_FILE, InputError, write_json, write_parquet
 from egoeval.stage import run_stage
 
 ITEM_COLUMNS = ("id", "behaviors", "justifications", "correct_idx", "sensible_idx")
@@ -181,22 +185,36 @@ def _couple(cell: dict[str, Any]) -> None:
 
 
 def eval_json(items: pd.DataFrame, predictions: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    """The predictions in the official eval-JSON layout (see the module docstring for what ``{}`` means)."""
+    """The predictions in the official eval-JSON layout (see the module docstring for what each entry means)."""
     gold = {
         str(item.id): (int(item.correct_idx), sorted(int(i) for i in item.sensible_idx))
         for item in items.itertuples(index=False)
     }
     layout: dict[str, dict[str, Any]] = {clip: {} for clip in sorted(gold)}
     excluded = official_excluded(predictions).to_numpy()
+    keys: dict[tuple[str, str], str] = {}
     for row, left_out in zip(predictions.itertuples(index=False), excluded, strict=True):
         if left_out:
             continue
+        if (row.setting, row.model) not in keys:
+            try:
+                keys[(row.setting, row.model)] = results_key(row.setting, row.model)
+            except ValueError as error:
+                raise InputError(PARAMS_FILE, str(error)) from None
         correct, sensible_gold = gold[row.id]
         sensible = [int(i) for i in row.sensible]
-        usable = row.sensible_error == "" and bool(sensible or sensible_gold)
-        layout[row.id][f"{row.setting}/{row.model}"] = {
+        if row.protocol == "official":
+            failed = {CALL_FAILED: [-2, -2], PARSE_FAILED: [-1, -1]}
+            answer = next(
+                (value for prefix, value in failed.items() if row.sensible_error.startswith(prefix)), sensible
+            )
+            entry = {"results": answer, "correct": sensible_gold}
+        else:
+            usable = row.sensible_error == "" and bool(sensible or sensible_gold)
+            entry = {"results": sensible, "correct": sensible_gold} if usable else {}
+        layout[row.id][keys[(row.setting, row.model)]] = {
             "best": {"results": [int(row.action), int(row.justification)], "correct": [correct, correct]},
-            "sensible": {"results": sensible, "correct": sensible_gold} if usable else {},
+            "sensible": entry,
         }
     return layout
 

@@ -3,8 +3,10 @@
 metrics/egonormia.json: ``{setting: {model: {protocol, excluded, action, justification, both, sensible_iou
 (percent), n, coverage, parse_failure_rate, call_failure_rate (shares 0-1), ci95: {metric: [low, high]},
 verified: {the same for the verified split; metrics null when it has no items}}}}``. ``protocol`` is the one the
-answers were asked under; under ``official`` an item whose action or justification call failed is left out of n
-(the official denominators) and counted in ``excluded``; under ``egoeval`` every item stays in n.
+answers were asked under; under ``official`` n is the official scorer's (``egoeval.egonormia.scoring``): an item
+whose action or justification call failed is left out, and one whose sensible answer and gold are both empty is not
+counted in n though its action and justification stay in the sums; ``excluded`` counts both. Under ``egoeval``
+every item stays in n.
 plots/egonormia/categories.csv: action accuracy
 (percent) per setting, model and norm category of the correct option. The math lives in
 egoeval.egonormia.scoring; every (setting, model) pair must cover every item (the parse stage sees to it).
@@ -30,7 +32,14 @@ from egoeval.egonormia.artifacts import (
     read_table,
     require_columns,
 )
-from egoeval.egonormia.scoring import Outcomes, category_accuracy, official_excluded, outcomes, summarize
+from egoeval.egonormia.scoring import (
+    Outcomes,
+    category_accuracy,
+    official_excluded,
+    official_uncounted,
+    outcomes,
+    summarize,
+)
 from egoeval.io import InputError, atomic_write_text, write_json
 from egoeval.settings import load_settings
 from egoeval.stage import run_stage
@@ -68,23 +77,21 @@ def score(
         if len(protocols) != 1:
             raise InputError(predictions_path, f"{setting}/{model} mixes protocols {protocols}")
         kept = ~official_excluded(group).to_numpy()
+        counted = ~official_uncounted(group, gold_sets).to_numpy()
         result = outcomes(group["action"], group["justification"], list(group["sensible"]), correct, gold_sets)
+        result = Outcomes(result.action, result.justification, result.sensible_iou, counted)
         errors = {subtask: group[f"{subtask}_error"].tolist() for subtask in SUBTASKS}
-        result, errors = _subset(result, kept), _subset_errors(errors, kept)
-        entry = {"protocol": protocols[0], "excluded": int((~kept).sum())}
+        result, errors = result.subset(kept), _subset_errors(errors, kept)
+        entry = {"protocol": protocols[0], "excluded": int((~(kept & counted)).sum())}
         entry |= summarize(result, errors, **sample)
         in_verified = verified[kept]
-        entry["verified"] = summarize(_subset(result, in_verified), _subset_errors(errors, in_verified), **sample)
+        entry["verified"] = summarize(result.subset(in_verified), _subset_errors(errors, in_verified), **sample)
         metrics.setdefault(str(setting), {})[str(model)] = entry
         kept_categories = [c for c, keep in zip(categories, kept, strict=True) if keep]
         for category, n, accuracy in category_accuracy(result.action, kept_categories):
             category_rows.append((setting, model, category, n, accuracy))
     table = pd.DataFrame(category_rows, columns=CATEGORY_COLUMNS)
     return metrics, table.sort_values(["setting", "model", "category"], ignore_index=True)
-
-
-def _subset(result: Outcomes, mask: np.ndarray) -> Outcomes:
-    return Outcomes(result.action[mask], result.justification[mask], result.sensible_iou[mask])
 
 
 def _subset_errors(errors: dict[str, list[str]], mask: np.ndarray) -> dict[str, list[str]]:

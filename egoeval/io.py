@@ -263,7 +263,9 @@ class StagedOutputs:
 
     def path(self, target: str | os.PathLike[str]) -> Path:
         """The staged path of ``target``: create the new file or folder there."""
-        return self._staged[Path(target)]
+        staged = self._staged[Path(target)]
+        staged.parent.mkdir(parents=True, exist_ok=True)
+        return staged
 
     def write(self, target: str | os.PathLike[str], data: bytes) -> None:
         try:
@@ -281,10 +283,9 @@ def outputs_together(*targets: str | os.PathLike[str]) -> Iterator[StagedOutputs
     replaces every target. When it raises, the staged versions are removed and the targets stay as they were.
     """
     paths = [Path(target) for target in targets]
-    for path in paths:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    with _commit_lock(paths[0].parent):
-        _recover(paths)
+    if paths[0].parent.is_dir():  # else nothing was ever committed there: nothing to recover
+        with _commit_lock(paths[0].parent):
+            _recover(paths)
     staged = {path: _aside(path, "new", os.getpid()) for path in paths}
     try:
         yield StagedOutputs(staged)

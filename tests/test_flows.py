@@ -436,7 +436,7 @@ def test_real_pipeline_once_twice_then_scaled_out(
 ) -> None:
     root = fresh_copy(tmp_path / "repo")
     names = [s.name for s in pipeline_stages(root)]
-    assert names[0] == "egonormia_sample" and "egohumans_track@botsort-file" in names
+    assert names[0] == "params" and "egohumans_track@botsort-file" in names
     command = [sys.executable, "-m", "flows.nightly", "--once"]
     first = _run(command, root, prefect_env)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]

@@ -106,6 +106,8 @@ def _dvc(root: str, stage: str, *args: str) -> None:
                     logger.info("%s", line)
         except BaseException:  # SIGTERM (Prefect raises it here), Ctrl-C, a cancelled run
             stop_process_group(proc)
+            for line in proc.stdout:  # the stage's last words: what it stopped and what it kept
+                logger.info("%s", line.rstrip())
             raise
     if proc.returncode != 0:
         codes = [int(m.group(1)) for line in tail if (m := _EXIT_RE.search(line))]

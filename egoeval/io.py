@@ -120,9 +120,10 @@ def write_parquet(path: str | os.PathLike[str], df: pd.DataFrame, schema: pa.Sch
 # A commit keeps its files beside each target, named ``.<target name>.egoeval-<kind>-<pid>`` (ignored by git and
 # DVC): ``new`` the staged version, ``old`` the last version while the commit runs, ``commit`` the journal (beside
 # the first target) that lists the targets. The journal exists exactly while targets are being replaced; a process
-# killed then leaves it, and the next commit of those targets rolls the killed one back from the ``old`` copies, so
-# the targets are all old or all new, never mixed. Files of dead processes are removed then too. DVC never records
-# a killed stage, so rolling back leaves the workspace as dvc.lock last saw it.
+# killed then leaves it, and the next run of any stage (``recover_outputs``, for every output in dvc.lock) or the
+# next commit of those targets rolls the killed one back from the ``old`` copies, so the targets are all old or all
+# new, never mixed. Files of dead processes are removed then too. DVC never records a killed stage, so rolling back
+# leaves the workspace as dvc.lock last saw it.
 
 _MARK = ".egoeval-"
 
@@ -212,15 +213,25 @@ def _roll_back(journal: Path, pid: int) -> None:
 
 
 def _recover(targets: list[Path]) -> None:
-    """Roll back the interrupted commits of ``targets`` and remove what dead processes staged for them."""
+    """Roll back the commits of ``targets`` that killed runs left half done, then remove what dead runs staged."""
     for target in targets:
-        for kind, pid, path in _leftovers(target):
+        for kind, pid, journal in _leftovers(target):
             if kind == "commit" and not _alive(pid):
-                _roll_back(path, pid)
-    for target in targets:
-        for kind, pid, path in _leftovers(target):
-            if kind != "commit" and not _alive(pid):
-                _remove(path)
+                with _commit_lock(journal.parent):
+                    if journal.exists():  # else another process rolled it back meanwhile
+                        _roll_back(journal, pid)
+    dead = [(pid, path) for t in targets for kind, pid, path in _leftovers(t) if kind != "commit" and not _alive(pid)]
+    # a journal is written before its commit sets anything aside: one seen now still needs what its run set aside
+    pending = {pid for target in targets for kind, pid, _ in _leftovers(target) if kind == "commit"}
+    for pid, path in dead:
+        if pid not in pending:
+            _remove(path)
+
+
+def recover_outputs(root: str | os.PathLike[str] = ".") -> None:
+    """``_recover`` for every output dvc.lock records in ``root``: the first thing every stage does, so that the
+    next run of any stage rolls back what a killed one left half committed, and cleans up after it."""
+    _recover([Path(root) / path for path in _lock_paths(root, ("outs",))])
 
 
 def _commit(staged: dict[Path, Path]) -> None:
@@ -283,9 +294,7 @@ def outputs_together(*targets: str | os.PathLike[str]) -> Iterator[StagedOutputs
     replaces every target. When it raises, the staged versions are removed and the targets stay as they were.
     """
     paths = [Path(target) for target in targets]
-    if paths[0].parent.is_dir():  # else nothing was ever committed there: nothing to recover
-        with _commit_lock(paths[0].parent):
-            _recover(paths)
+    _recover(paths)
     staged = {path: _aside(path, "new", os.getpid()) for path in paths}
     try:
         yield StagedOutputs(staged)
@@ -313,21 +322,27 @@ def replaced_dir(out_dir: str | os.PathLike[str]) -> Iterator[Path]:
 PIPELINE_FILES = ("dvc.yaml", "dvc.lock", "params.yaml")
 
 
+def _lock_paths(root: str | os.PathLike[str], kinds: tuple[str, ...]) -> set[str]:
+    """The paths (relative to ``root``) of the given kinds (``deps``, ``outs``) that dvc.lock records."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when there: every stage reads dvc.lock
+    try:
+        text = (Path(root) / "dvc.lock").read_text(encoding="utf-8")
+        stages = (yaml.load(text, Loader=loader) or {}).get("stages", {})
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, AttributeError):
+        return set()
+    paths: set[str] = set()
+    for entry in stages.values():
+        for kind in kinds:
+            paths.update(str(item["path"]) for item in (entry or {}).get(kind) or [] if isinstance(item, dict))
+    return paths
+
+
 def tracked_paths(root: str | os.PathLike[str]) -> set[str]:
     """The files and folders the pipeline in ``root`` tracks (relative paths): dvc.yaml, dvc.lock, params.yaml and
     every dependency and output dvc.lock records."""
-    import yaml
-
-    lock = Path(root) / "dvc.lock"
-    try:
-        stages = (yaml.safe_load(lock.read_text(encoding="utf-8")) or {}).get("stages", {})
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, AttributeError):
-        stages = {}
-    paths = set(PIPELINE_FILES)
-    for entry in stages.values():
-        for kind in ("deps", "outs"):
-            paths.update(str(item["path"]) for item in (entry or {}).get(kind) or [] if isinstance(item, dict))
-    return paths
+    return {*PIPELINE_FILES, *_lock_paths(root, ("deps", "outs"))}
 
 
 def check_output(

@@ -1,5 +1,8 @@
 """The thin CLI shell every stage shares: exit codes that say whether a retry can help, and a prompt stop.
 
+Every stage first rolls back an output commit a killed run left half done and removes what it left
+(``egoeval.io.recover_outputs``), then checks params.yaml whole.
+
 A stage stopped by SIGINT (Ctrl-C) or SIGTERM stops at once: what it had staged is removed (the last good outputs
 stay), one line says what was kept, and it exits 128 + the signal's number without waiting for calls in flight.
 Worker processes it started die with it (``die_with_parent``), even when it is killed with SIGKILL.
@@ -17,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from egoeval.io import PARAMS_FILE, InputError
+from egoeval.io import PARAMS_FILE, InputError, recover_outputs
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2  # retrying cannot help: fix the named file, row, param or endpoint
@@ -109,6 +112,7 @@ def run_stage(body: Callable[[], object], params: str | os.PathLike[str] | None 
     started = time.monotonic()
     try:
         with signals_interrupt():
+            recover_outputs()  # a commit a killed run left half done is rolled back before anything reads it
             if params is not None:
                 load_settings(params)  # a bad key stops every stage before it does any work
             result = body()

@@ -317,9 +317,10 @@ def test_a_failed_run_keeps_the_last_good_outputs_and_says_what_to_fix(
     answered_workspace: Path, tmp_path: Path, fault: str, exit_code: int, message: str
 ) -> None:
     root = Path(shutil.copytree(answered_workspace, tmp_path / "ws", symlinks=True))
-    before = {name: (root / name).read_bytes() for name in KEPT}
     with OpenAIServer(per_request=[fault] * 20, retry_after=3600) as server:
         configure(root, server, temperature=0.5, timeout_s=30)  # new requests: nothing is in the response cache
+        assert dvc(root, "repro", "params").returncode == 0  # the new params.yaml checked, as any run does first
+        before = {name: (root / name).read_bytes() for name in KEPT}
         started = time.monotonic()
         run = dvc(root, "repro", "egonormia_score")
         elapsed = time.monotonic() - started

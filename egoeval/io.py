@@ -319,7 +319,7 @@ def replaced_dir(out_dir: str | os.PathLike[str]) -> Iterator[Path]:
         yield work
 
 
-PIPELINE_FILES = ("dvc.yaml", "dvc.lock", "params.yaml")
+PIPELINE_FILES = ("dvc.yaml", "dvc.lock", "params.yaml", ".dvc", ".git")  # .dvc: DVC's config and cache
 
 
 def _lock_paths(root: str | os.PathLike[str], kinds: tuple[str, ...]) -> set[str]:
@@ -340,8 +340,8 @@ def _lock_paths(root: str | os.PathLike[str], kinds: tuple[str, ...]) -> set[str
 
 
 def tracked_paths(root: str | os.PathLike[str]) -> set[str]:
-    """The files and folders the pipeline in ``root`` tracks (relative paths): dvc.yaml, dvc.lock, params.yaml and
-    every dependency and output dvc.lock records."""
+    """The files and folders the pipeline in ``root`` tracks (relative paths): dvc.yaml, dvc.lock, params.yaml, DVC's
+    and git's own folders, and every dependency and output dvc.lock records."""
     return {*PIPELINE_FILES, *_lock_paths(root, ("deps", "outs"))}
 
 

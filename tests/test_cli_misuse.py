@@ -91,6 +91,7 @@ def test_score_tracks_refuses_an_output_inside_its_inputs(mot: Path, where: str)
     [
         (["report", "--out", "metrics/egonormia.json"], "metrics/egonormia.json"),
         (["report", "--out", "dvc.lock"], "dvc.lock"),
+        (["report", "--out", ".dvc/cache/files/md5/page.html"], ".dvc"),
         (["report", "--out", "data/egohumans/sample/new.html"], "data/egohumans/sample"),
         (["score-norms", "--official-eval", "EVAL", "--json", "metrics/egohumans.json"], "metrics/egohumans.json"),
         (["score-norms", "--official-eval", "EVAL", "--json", "params.yaml"], "params.yaml"),

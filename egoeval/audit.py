@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import re
 import shutil
 import subprocess
@@ -384,6 +385,8 @@ def compare_tracks(report: Report, work: Path, tolerance: float, findings: Findi
 
 def audit(paths: list[Path], root: Path, tolerance: float, keep: Path | None = None) -> Findings:
     """Check the workspace, re-derive what the reports need, compare each report; the findings say what differs."""
+    if not (math.isfinite(tolerance) and tolerance >= 0):
+        raise ValueError(f"tolerance must be a finite number >= 0, got {tolerance!r}")
     try:
         stages = pipeline_stages(root)
     except InputError:
@@ -438,19 +441,32 @@ def _load_metrics(root: Path, paths: list[str]) -> Any:
     return contents
 
 
+def tolerance(text: str) -> float:
+    """``--tolerance``: a finite number >= 0 (NaN would let every difference pass, a negative one fail them all)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="egoeval audit", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("reported", type=Path, nargs="+", help="metrics JSON, EgoNormia eval-JSON or MOT folder")
     parser.add_argument("--root", type=Path, default=Path("."), help="the egoeval workspace (default: .)")
-    parser.add_argument("--tolerance", type=float, default=1e-6, help="largest accepted difference (default 1e-6)")
+    parser.add_argument("--tolerance", type=tolerance, default=1e-6, help="largest accepted difference (default 1e-6)")
     parser.add_argument("--keep", type=Path, help="re-derive into this folder and keep it")
     args = parser.parse_args(argv)
     try:
         for path in args.reported:
             if not path.exists():
                 raise InputError(path, "no such file or folder")
+        if args.keep is not None and args.keep.exists() and (not args.keep.is_dir() or any(args.keep.iterdir())):
+            raise InputError(args.keep, "--keep must name a new or empty folder (the audit re-derives into it)")
         findings = audit(args.reported, args.root.resolve(), args.tolerance, args.keep)
     except InputError as error:
         print(f"egoeval audit: bad input: {error}", file=sys.stderr)

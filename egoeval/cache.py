@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from egoeval.io import InputError
-from egoeval.stage import TransientFailure
+from egoeval.stage import KEPT, TransientFailure
 
 CACHE_DIR_ENV = "EGOEVAL_CACHE_DIR"  # overrides params' cache_dir (e.g. the audit points at the original's cache)
 CACHE_ONLY_ENV = "EGOEVAL_CACHE_ONLY"  # "1": answer from the cache only; a miss is an error, nothing is sent
@@ -52,34 +52,71 @@ CREATE TABLE IF NOT EXISTS responses (
 """
 
 
-@contextlib.contextmanager
-def _named(path: Path) -> Iterator[None]:
-    """SQLite's errors as errors that name the cache file and say what to do."""
-    try:
-        yield
-    except sqlite3.Error as error:
-        if "locked" in str(error) or "busy" in str(error):
-            raise TransientFailure(f"{path}: the response cache stayed locked by another process ({error})") from None
-        raise InputError(
-            path,
-            f"the response cache cannot be used ({type(error).__name__}: {error}); it is corrupt, read-only or "
-            "not a file: fix its permissions, or move it away (the next run asks again what it lacks)",
-        ) from None
+BUSY_TIMEOUT_S = 15.0
+"""How long a call waits for another process's write lock (writes take milliseconds). Once one wait runs out, every
+later use of the cache fails at once: the stage stops after one timeout, not one per worker thread."""
+
+_stored: dict[str, int] = {}  # cache file -> answers this process stored (what an interrupted stage keeps)
+
+
+def _kept() -> str:
+    return "; ".join(f"{n} new model answers in {path} (never asked again)" for path, n in _stored.items() if n)
+
+
+KEPT.append(_kept)
 
 
 class ResponseCache:
-    def __init__(self, path: str | os.PathLike[str], busy_timeout_s: float = 60.0) -> None:
+    def __init__(self, path: str | os.PathLike[str], busy_timeout_s: float = BUSY_TIMEOUT_S) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._busy_timeout_s = busy_timeout_s
         self._local = threading.local()
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
         self._connections: list[sqlite3.Connection] = []
-        with self._lock, _named(self.path):
+        self._failed: Exception | None = None  # the first lasting failure: every later use raises it at once
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise InputError(
+                self.path.parent,
+                f"cannot create the response cache folder ({error.strerror or error}): set "
+                f"egonormia.infer.cache_dir (or ${CACHE_DIR_ENV}) to a folder this user can write",
+            ) from None
+        with self._lock, self._named():
             connection = self._connect()
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute(_SCHEMA)
+
+    @contextlib.contextmanager
+    def _named(self) -> Iterator[None]:
+        """SQLite's errors as errors that name the cache file and say what to do."""
+        if self._failed is not None:
+            raise self._failed
+        try:
+            yield
+        except sqlite3.Error as error:
+            self._failed = self._explained(error)
+            raise self._failed from None
+
+    def _explained(self, error: sqlite3.Error) -> Exception:
+        text = str(error)
+        if "locked" in text or "busy" in text:
+            return TransientFailure(
+                f"{self.path}: the response cache stayed locked by another process for {self._busy_timeout_s:g} s "
+                f"({text}); every answer stored so far is kept"
+            )
+        if "disk is full" in text or "disk I/O error" in text:
+            return TransientFailure(
+                f"{self.path}: cannot write the response cache ({text}): free space on its disk and run again; "
+                "every answer stored so far is kept"
+            )
+        return InputError(
+            self.path,
+            f"the response cache cannot be used ({type(error).__name__}: {error}); it is corrupt, read-only or "
+            "not a file: fix its permissions, or move it away (the next run asks again what it lacks), or point "
+            f"egonormia.infer.cache_dir (or ${CACHE_DIR_ENV}) elsewhere",
+        )
 
     def _connect(self) -> sqlite3.Connection:
         connection = sqlite3.connect(
@@ -100,7 +137,7 @@ class ResponseCache:
 
     def entry(self, key: str) -> tuple[str, dict[str, Any]] | None:
         """The stored response and its meta, or None."""
-        with _named(self.path):
+        with self._named():
             row = self._connection().execute("SELECT response, meta FROM responses WHERE key = ?", (key,)).fetchone()
         if row is None:
             return None
@@ -121,12 +158,13 @@ class ResponseCache:
         and that value is returned, so every user of the cache sees one answer per key.
         """
         connection = self._connection()
-        with self._write_lock, _named(self.path):  # threads queue here, not in SQLite's sleeping busy handler
+        with self._write_lock, self._named():  # threads queue here, not in SQLite's sleeping busy handler
             cursor = connection.execute(
                 "INSERT INTO responses (key, response, meta, created) VALUES (?, ?, ?, ?) ON CONFLICT(key) DO NOTHING",
                 (key, response, json.dumps(meta, sort_keys=True), time.time()),
             )
         if cursor.rowcount == 1:
+            _stored[str(self.path)] = _stored.get(str(self.path), 0) + 1
             return response, meta
         stored = self.entry(key)
         return (response, meta) if stored is None else stored
@@ -134,7 +172,7 @@ class ResponseCache:
     def seed(self, answers: Iterable[tuple[str, str]], meta: dict[str, Any]) -> int:
         """Store ``(key, response)`` pairs not yet stored (a key keeps its first value); returns how many were new."""
         rows = [(key, response, json.dumps(meta, sort_keys=True), time.time()) for key, response in answers]
-        with self._write_lock, _named(self.path):
+        with self._write_lock, self._named():
             connection = self._connection()
             before = connection.total_changes
             connection.execute("BEGIN")
@@ -147,11 +185,11 @@ class ResponseCache:
 
     def copy_to(self, target: str | os.PathLike[str]) -> None:
         """A consistent copy of the whole cache (SQLite's online backup), e.g. for a re-derivation to read."""
-        with _named(self.path), sqlite3.connect(target) as copy:
+        with self._named(), sqlite3.connect(target) as copy:
             self._connection().backup(copy)
 
     def __len__(self) -> int:
-        with _named(self.path):
+        with self._named():
             return self._connection().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
 
     def close(self) -> None:

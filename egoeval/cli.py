@@ -7,6 +7,8 @@ import os
 import signal
 import sys
 
+from egoeval.stage import os_error_exit
+
 # subcommand -> (module, function, one-line help); function(argv: list[str]) -> int
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "score-norms": (
@@ -37,12 +39,28 @@ def main(argv: list[str] | None = None) -> int:
     if name not in COMMANDS:
         print(f"egoeval: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
         return 2
+    if sys.stdout is None:  # started with stdout closed (`>&-`): the results would go nowhere, silently
+        print(f"egoeval {name}: standard output is closed: redirect it to a file instead", file=sys.stderr)
+        return 2
     module, function, _ = COMMANDS[name]
     try:
-        return int(getattr(importlib.import_module(module), function)(rest) or 0)
+        code = int(getattr(importlib.import_module(module), function)(rest) or 0)
+        sys.stdout.flush()  # a full disk under a redirect fails here, not in a traceback at exit
+        return code
     except BrokenPipeError:  # `egoeval ... | head`: the reader left; say nothing more
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _drop_stdout()
         return 128 + signal.SIGPIPE
+    except OSError as error:
+        _drop_stdout()
+        code, message = os_error_exit(error)
+        where = "" if error.filename else "standard output: "
+        print(f"egoeval {name}: error: {where}{message}", file=sys.stderr)
+        return code
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush cannot fail again at exit."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 if __name__ == "__main__":

@@ -52,7 +52,7 @@ from egoeval.egonormia.artifacts import (
     require_columns,
 )
 from egoeval.egonormia.published import load_published, select_table, source_of
-from egoeval.io import InputError, atomic_write_text, read_json
+from egoeval.io import InputError, atomic_write_text, check_output, read_json
 from egoeval.mot import read_mot, read_mot_folder
 from egoeval.settings import load_settings
 from egoeval.stage import run_stage
@@ -597,6 +597,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def body() -> None:
+        check_output(args.out, own=[OUT.as_posix()])  # never over the metrics or any other tracked file
         page = build_page(Path("."), load_settings())
         atomic_write_text(args.out, page)
         print(f"report: wrote {args.out} ({len(page.encode()) / 1e6:.1f} MB)")

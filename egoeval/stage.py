@@ -1,17 +1,32 @@
-"""The thin CLI shell every stage shares: exit codes that say whether a retry can help."""
+"""The thin CLI shell every stage shares: exit codes that say whether a retry can help, and a prompt stop.
+
+Every stage first rolls back an output commit a killed run left half done and removes what it left
+(``egoeval.io.recover_outputs``), then checks params.yaml whole.
+
+A stage stopped by SIGINT (Ctrl-C) or SIGTERM stops at once: what it had staged is removed (the last good outputs
+stay), one line says what was kept, and it exits 128 + the signal's number without waiting for calls in flight.
+Worker processes it started die with it (``die_with_parent``), even when it is killed with SIGKILL.
+"""
 
 from __future__ import annotations
 
+import errno
 import os
+import signal
 import sys
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from egoeval.io import PARAMS_FILE, InputError
+from egoeval.io import PARAMS_FILE, InputError, recover_outputs
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2  # retrying cannot help: fix the named file, row, param or endpoint
-EXIT_TRANSIENT = 75  # EX_TEMPFAIL: a retry may succeed (network, rate limits, 5xx)
+EXIT_TRANSIENT = 75  # EX_TEMPFAIL: a retry may succeed (network, rate limits, 5xx, a full disk)
+
+FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}  # no room for a write: a retry after freeing space can succeed
 
 
 class TransientFailure(RuntimeError):
@@ -22,6 +37,19 @@ class PermanentFailure(RuntimeError):
     """A stage failed in a way no retry can mend (a wrong key, URL or endpoint); the message says what to fix."""
 
 
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM reached the stage (a BaseException, like KeyboardInterrupt: nothing catches it by mistake)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+KEPT: list[Callable[[], str]] = []
+"""What an interrupted run keeps beyond the last good outputs: each returns a phrase, or "" when it kept nothing (the
+response cache registers its answers here)."""
+
+
 def command_env(**extra: str) -> dict[str, str]:
     """The environment for running stage commands and dvc: this interpreter's bin folder first on PATH."""
     env = {**os.environ, **extra}
@@ -29,15 +57,67 @@ def command_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def os_error_exit(error: OSError) -> tuple[int, str]:
+    """(exit code, one-line message) for an OSError: no room to write is transient (75), anything else is bad input
+    (2: a permission, a read-only disk, a folder where a file should be)."""
+    where = f"{error.filename}: " if error.filename else ""
+    reason = error.strerror or str(error)
+    if error.errno in FULL:
+        room = "raise the file size limit (ulimit -f)" if error.errno == errno.EFBIG else "free space on the disk"
+        return EXIT_TRANSIENT, f"transient failure: {where}{reason}: {room} and run again"
+    return EXIT_BAD_INPUT, f"bad input: {where}{reason}"
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise Interrupted(signum)
+
+
+@contextmanager
+def signals_interrupt() -> Iterator[None]:
+    """Within the block, SIGINT and SIGTERM raise Interrupted (in the main thread; elsewhere nothing changes)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {signum: signal.signal(signum, _interrupt) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _stop(interrupted: Interrupted, started: float) -> None:
+    """Say what an interrupted stage kept, then exit at once: threads still waiting on the network are not waited
+    for (the response cache commits every answer as it arrives, so a kill loses nothing finished)."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)  # a second Ctrl-C does not cut this message short
+    kept = ["the last good outputs (nothing was written)", *filter(None, (note() for note in KEPT))]
+    name = signal.Signals(interrupted.signum).name
+    seconds = time.monotonic() - started
+    print(f"error: interrupted by {name} after {seconds:.0f} s: stopped; kept {'; '.join(kept)}", file=sys.stderr)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except OSError:
+            pass
+    os._exit(128 + interrupted.signum)
+
+
 def run_stage(body: Callable[[], object], params: str | os.PathLike[str] | None = PARAMS_FILE) -> int:
     """Validate params.yaml whole (unless ``params`` is None: a tool mode), then run a stage body; map a failure to
-    an exit code and a one-line message on stderr."""
+    an exit code and a one-line message on stderr. SIGINT and SIGTERM stop it at once (see the module docstring)."""
     from egoeval.settings import load_settings
 
+    started = time.monotonic()
     try:
-        if params is not None:
-            load_settings(params)  # a bad key stops every stage before it does any work
-        result = body()
+        with signals_interrupt():
+            recover_outputs()  # a commit a killed run left half done is rolled back before anything reads it
+            if params is not None:
+                load_settings(params)  # a bad key stops every stage before it does any work
+            result = body()
+    except Interrupted as interrupted:
+        _stop(interrupted, started)
     except InputError as error:
         print(f"error: bad input: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -47,4 +127,21 @@ def run_stage(body: Callable[[], object], params: str | os.PathLike[str] | None 
     except TransientFailure as error:
         print(f"error: transient failure: {error}", file=sys.stderr)
         return EXIT_TRANSIENT
+    except OSError as error:
+        code, message = os_error_exit(error)
+        print(f"error: {message}", file=sys.stderr)
+        return code
     return int(result) if isinstance(result, int) else EXIT_OK
+
+
+def die_with_parent(parent: int) -> None:
+    """In a worker process: be killed (SIGKILL) as soon as ``parent`` dies, however it dies (Linux's
+    PR_SET_PDEATHSIG). A pool's initializer, so that no worker outlives its stage."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent died before the line above took effect
+        os._exit(1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the stage, which stops its workers

@@ -3,7 +3,8 @@
 - no option: serve the ``nightly`` deployment on the cron schedule of params ``flows.schedule_cron`` and
   ``flows.timezone`` (needs a Prefect server: set ``PREFECT_API_URL``);
 - ``--once``: one full run now, in this process (without ``PREFECT_API_URL``, on a temporary local server); prints a
-  per-stage summary and exits non-zero unless the run ends Completed;
+  per-stage summary and exits non-zero unless the run ends Completed; SIGTERM or Ctrl-C stops it within seconds,
+  the running stage (DVC and its command) and the temporary server with it;
 - ``--work-pool POOL``: register the deployment with that work pool (a worker runs it) instead of serving it here;
 - ``--accept-baseline``: make the current metrics the baseline the next runs are compared with.
 """
@@ -17,9 +18,10 @@ from pathlib import Path
 from prefect.schedules import Cron
 from prefect.settings import PREFECT_API_URL
 
-from egoeval.io import InputError, write_json
+from egoeval.io import InputError, json_bytes, outputs_together
 from egoeval.pipeline import lock_snapshot, pipeline_stages, stage_state
 from egoeval.settings import FlowsSettings
+from egoeval.stage import Interrupted, signals_interrupt
 from flows.config import baseline_lock, flow_settings
 from flows.pipeline import NightlyFailed, StageOutcome, current_metrics, format_summary, nightly_flow
 
@@ -48,8 +50,10 @@ def accept_baseline(root: Path) -> int:
         print(f"the pipeline is not up to date ({', '.join(stale)}): run it first", file=sys.stderr)
         return 1
     metrics, _ = current_metrics(str(root), stages)
-    write_json(root / settings.baseline, metrics)
-    write_json(root / baseline_lock(settings.baseline), lock_snapshot(root))
+    baseline, inputs = root / settings.baseline, root / baseline_lock(settings.baseline)
+    with outputs_together(baseline, inputs) as outputs:
+        outputs.write(baseline, json_bytes(metrics))
+        outputs.write(inputs, json_bytes(lock_snapshot(root)))
     print(f"baseline: {settings.baseline} ({', '.join(sorted(metrics))}), inputs: {baseline_lock(settings.baseline)}")
     return 0
 
@@ -112,7 +116,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: bad input: {error}", file=sys.stderr)
         return 2
     if args.once:
-        return run_once(root)
+        try:
+            with signals_interrupt():
+                return run_once(root)
+        except Interrupted as stop:
+            print(
+                f"nightly: stopped by {stop}: the running stage stopped with it (its last good outputs stay); the "
+                "stages that had finished keep their outputs and dvc.lock entries; run again to go on",
+                file=sys.stderr,
+            )
+            return 128 + stop.signum  # the temporary Prefect server stops at exit
     if args.accept_baseline:
         return accept_baseline(root)
     if args.work_pool:

@@ -18,8 +18,10 @@ that declares a sharded form in dvc.yaml (``meta.scale_out``, see flows/shard.py
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -86,17 +88,44 @@ def _dvc(root: str, stage: str, *args: str) -> None:
     logger.info("$ %s", " ".join(command))
     tail: deque[str] = deque(maxlen=30)
     with subprocess.Popen(
-        command, cwd=root, env=_stage_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+        command,
+        cwd=root,
+        env=_stage_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        bufsize=1,
+        start_new_session=True,  # its own process group: a stopped flow stops DVC and the stage with it
     ) as proc:
         assert proc.stdout is not None
-        for line in proc.stdout:
-            line = line.rstrip()
-            if line.strip():
-                tail.append(line)
-                logger.info("%s", line)
+        try:
+            for line in proc.stdout:
+                line = line.rstrip()
+                if line.strip():
+                    tail.append(line)
+                    logger.info("%s", line)
+        except BaseException:  # SIGTERM (Prefect raises it here), Ctrl-C, a cancelled run
+            stop_process_group(proc)
+            for line in proc.stdout:  # the stage's last words: what it stopped and what it kept
+                logger.info("%s", line.rstrip())
+            raise
     if proc.returncode != 0:
         codes = [int(m.group(1)) for line in tail if (m := _EXIT_RE.search(line))]
         raise StageFailed(stage, codes[-1] if codes else None, "\n".join(tail))
+
+
+def stop_process_group(proc: subprocess.Popen[str], grace_s: float = 10.0) -> None:
+    """SIGTERM to a child's process group (DVC and the stage it runs: the stage stops within seconds and says what
+    it kept), SIGKILL to whatever is left of the group after ``grace_s``."""
+    deadline = time.monotonic() + grace_s
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+        while time.monotonic() < deadline:
+            proc.poll()  # reap DVC as soon as it exits
+            os.killpg(proc.pid, 0)  # ProcessLookupError once no process of the group is left
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
 
 
 def _run_sharded(root: str, stage: str, scale_out: dict[str, str]) -> None:

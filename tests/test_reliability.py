@@ -361,12 +361,13 @@ def test_a_failed_run_keeps_the_last_good_outputs_and_says_what_to_fix(
 ) -> None:
     exit_code, message, model = FAILED_RUNS[fault]
     root = Path(shutil.copytree(answered_workspace[0], tmp_path / "ws", symlinks=True))
-    before = {name: (root / name).read_bytes() for name in KEPT}
     faults = [] if fault == "unreachable" else [fault] * 20
     with OpenAIServer(per_request=faults, retry_after=3600, hang_s=30, huge_bytes=5_000_000, echo_auth=True) as server:
         url = closed_port_url() if fault == "unreachable" else server.url
         # new requests (temperature): nothing is in the response cache
         configure(root, server, **{"temperature": 0.5, "timeout_s": 30, "base_url": url, **model})
+        assert dvc(root, "repro", "params").returncode == 0  # the new params.yaml checked, as any run does first
+        before = {name: (root / name).read_bytes() for name in KEPT}
         started = time.monotonic()
         run = dvc(root, "repro")
         elapsed = time.monotonic() - started

@@ -1,11 +1,12 @@
 """EgoNormia frames strips, the image of the video setting: the dataset's pinned ``frame_all_prev.jpg``, or a strip
 rendered from the context video (frames at ``fps``, each ``frame_height`` px high, left to right, scaled down only
-when wider than ``max_width``; ``workers`` clips decode in parallel processes). A missing or broken file fails only
-its own clip. Used by the egonormia_frames stage and bench/frames.py.
+when wider than ``max_width``; ``workers`` clips decode in parallel processes, which die with the stage). A missing
+or broken file fails only its own clip. Used by the egonormia_frames stage and bench/frames.py.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from concurrent.futures import ProcessPoolExecutor
@@ -17,6 +18,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from egoeval.io import InputError, atomic_write_bytes
+from egoeval.stage import die_with_parent
 from egoeval.video import encode_jpeg, frame_strip, read_sampled_frames
 
 INDEX_COLUMNS = ["id", "image", "n_frames", "times", "video_fps", "video_frames", "width", "height", "error"]
@@ -86,7 +88,13 @@ def extract_frames(items: pd.DataFrame, fetched_dir: Path, out_dir: Path, params
         else:
             import av  # noqa: F401  (FFmpeg's libraries loaded once, here: the forked workers inherit them)
 
-            with ProcessPoolExecutor(workers) as pool:
+            # workers die with this process, even a SIGKILLed one; an interrupted run does not wait for their clips
+            pool = ProcessPoolExecutor(workers, initializer=die_with_parent, initargs=(os.getpid(),))
+            try:
                 rows = list(tqdm(pool.map(_from_video, *zip(*args, strict=True)), **bar))
+            except BaseException:
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+            pool.shutdown()
     index = pd.DataFrame(rows, columns=INDEX_COLUMNS)
     return index.sort_values("id", ignore_index=True)

@@ -226,8 +226,8 @@ def run_inference(
             # twice as many threads as call slots: while one thread builds its next request or writes the
             # cache, another already holds the freed slot; the limiter alone bounds the calls in flight
             workers = 2 * client.backend.concurrency
-            pool = stack.enter_context(ThreadPoolExecutor(workers, f"infer-{spec['name']}"))
-            stack.callback(pool.shutdown, cancel_futures=True)
+            pool = ThreadPoolExecutor(workers, f"infer-{spec['name']}")
+            stack.callback(pool.shutdown, wait=False, cancel_futures=True)  # a failed run waits for no call in flight
             for chain in chains:  # egoeval: two-call conversations first, a shorter tail at the end
                 for item in items.itertuples(index=False):
                     for setting in usable:

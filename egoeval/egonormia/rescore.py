@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from egoeval.egonormia.scoring import METRICS, OfficialFormatError, score_official
-from egoeval.io import InputError, read_json, write_json
+from egoeval.io import InputError, check_output, read_json, write_json
 
 
 def format_table(models: dict[str, dict[str, float | int | None]]) -> str:
@@ -39,6 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exit_:
         return int(exit_.code or 0)
     try:
+        if args.json is not None:
+            check_output(args.json, inputs=[args.official_eval])
         models = score_official(read_json(args.official_eval))
         if not models:
             raise OfficialFormatError("no clip carries a model entry: nothing to score")

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from egoeval.egohumans.formats import dataset_keeps
-from egoeval.io import InputError, write_json
+from egoeval.io import InputError, check_output, write_json
 from egoeval.metrics import PROTOCOLS, score_protocol
 from egoeval.mot import SeqInfo, read_mot, read_mot_folder, read_seqinfo
 
@@ -36,6 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the numbers to this JSON file")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     try:
+        if args.json is not None:
+            check_output(args.json, inputs=[args.gt_dir, args.pred_dir])
         results = score_folders(args.gt_dir, args.pred_dir, args.protocol)
     except InputError as err:
         print(f"egoeval score-tracks: {err}", file=sys.stderr)

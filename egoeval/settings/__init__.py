@@ -103,7 +103,7 @@ class FlowsSettings(Section):
     schedule_cron: NonEmptyStr
     timezone: NonEmptyStr
     baseline: NonEmptyStr
-    tolerance: NonNegativeFloat
+    tolerance: Annotated[float, Field(ge=0, allow_inf_nan=False)]  # an infinite one would pass every metric
     gate: list[NonEmptyStr] | None  # the metrics (last key) the regression rule checks; null: every metric
     retries: NonNegativeInt
     retry_backoff_s: NonNegativeFloat
@@ -228,7 +228,11 @@ def load_settings(path: str | os.PathLike[str] = PARAMS_FILE) -> Any:
 
 def check_params_main(argv: list[str]) -> int:
     """``egoeval check-params [PARAMS]``: validate params.yaml; exit 0 when valid, 2 with every error otherwise."""
-    path = Path(argv[0]) if argv else PARAMS_FILE
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="egoeval check-params", description=check_params_main.__doc__)
+    parser.add_argument("params", type=Path, nargs="?", default=PARAMS_FILE, help="default: ./params.yaml")
+    path = parser.parse_args(argv).params
     try:
         load_settings(path)
     except ParamsError as error:

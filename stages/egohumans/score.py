@@ -22,7 +22,7 @@ import pandas as pd
 
 from egoeval.egohumans.artifacts import GT_DIR, HEAD_SPEED_PLOT, IMAGES, METRICS_FILE, SEQUENCES_PLOT, TRACKS
 from egoeval.egohumans.head_speed import head_speed_table, head_speeds
-from egoeval.io import InputError, atomic_write_text, write_json
+from egoeval.io import InputError, json_bytes, outputs_together
 from egoeval.metrics import score_protocol
 from egoeval.mot import read_mot, read_mot_folder
 from egoeval.settings import load_settings
@@ -69,20 +69,25 @@ def sequence_table(results: dict[str, dict[str, Any]]) -> pd.DataFrame:
     return table.sort_values(["run", "sequence"], kind="mergesort").reset_index(drop=True)
 
 
+def _csv(table: pd.DataFrame) -> bytes:
+    return table.to_csv(index=False, float_format="%.4f", lineterminator="\n").encode()
+
+
 def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
 
     def body() -> None:
-        params = load_settings().egohumans
-        runs = [f"{tracker}-{mode}" for tracker in params.track.trackers for mode in params.detect.modes]
-        gt, tracks = read_runs(GT_DIR, TRACKS_DIR, runs)
-        protocol, iou = params.score.protocol, params.score.iou_threshold
-        results = {run: score_protocol(gt, pred, protocol, iou_threshold=iou) for run, pred in tracks.items()}
-        speeds = head_speeds(pd.read_parquet(IMAGES, columns=["sequence", "frame", "extrinsics"]))
-        by_speed = head_speed_table(gt, tracks, speeds, protocol, iou)
-        write_json(METRICS, results)
-        atomic_write_text(PLOT, sequence_table(results).to_csv(index=False, float_format="%.4f", lineterminator="\n"))
-        atomic_write_text(HEAD_SPEED_PLOT, by_speed.to_csv(index=False, float_format="%.4f", lineterminator="\n"))
+        with outputs_together(METRICS, PLOT, HEAD_SPEED_PLOT) as outputs:
+            params = load_settings().egohumans
+            runs = [f"{tracker}-{mode}" for tracker in params.track.trackers for mode in params.detect.modes]
+            gt, tracks = read_runs(GT_DIR, TRACKS_DIR, runs)
+            protocol, iou = params.score.protocol, params.score.iou_threshold
+            results = {run: score_protocol(gt, pred, protocol, iou_threshold=iou) for run, pred in tracks.items()}
+            speeds = head_speeds(pd.read_parquet(IMAGES, columns=["sequence", "frame", "extrinsics"]))
+            by_speed = head_speed_table(gt, tracks, speeds, protocol, iou)
+            outputs.write(METRICS, json_bytes(results))
+            outputs.write(PLOT, _csv(sequence_table(results)))
+            outputs.write(HEAD_SPEED_PLOT, _csv(by_speed))
         for run, result in results.items():
             combined = result["COMBINED"]
             shown = "  ".join(f"{k} {combined.get(k) or float('nan'):.2f}" for k in ("HOTA", "IDF1", "MOTA"))

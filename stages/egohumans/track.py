@@ -12,6 +12,7 @@ import argparse
 from egoeval.egohumans.artifacts import DETECTIONS, FETCHED, TRACKS
 from egoeval.egohumans.formats import DETECTION_MODES
 from egoeval.egohumans.tracking import track
+from egoeval.io import PARAMS_FILE, InputError
 from egoeval.settings import load_settings
 from egoeval.stage import run_stage
 
@@ -26,7 +27,11 @@ def main(argv: list[str] | None = None) -> int:
 
     def body() -> None:
         run = f"{args.tracker}-{args.mode}"
-        settings = load_settings().egohumans.track.settings_of(args.tracker)
+        configured = load_settings().egohumans.track
+        if args.tracker not in configured.config:
+            known = ", ".join(sorted(configured.config))
+            raise InputError(PARAMS_FILE, f"--tracker {args.tracker!r}: not a key of egohumans.track.config ({known})")
+        settings = configured.settings_of(args.tracker)
         rows = track(args.tracker, DETECTIONS / f"{args.mode}.parquet", FETCHED, OUT_DIR / run, settings)
         print(f"{run}: {rows} track boxes")
 

@@ -73,11 +73,12 @@ def from_model(
             "request_key": done.key,
         }
 
+    pool = ThreadPoolExecutor(client.backend.concurrency, "describe")
     try:
-        with ThreadPoolExecutor(client.backend.concurrency, "describe") as pool:
-            ids = list(items["id"])
-            rows = list(tqdm(pool.map(describe, ids), total=len(ids), desc="describe", unit="clip", file=sys.stderr))
+        ids = list(items["id"])
+        rows = list(tqdm(pool.map(describe, ids), total=len(ids), desc="describe", unit="clip", file=sys.stderr))
     finally:
+        pool.shutdown(wait=False, cancel_futures=True)  # a failed or interrupted run waits for no call in flight
         client.close()
     if client.served_note():
         print(f"describe: warning: {client.served_note()}", file=sys.stderr)

@@ -40,7 +40,7 @@ from egoeval.egonormia.scoring import (
     outcomes,
     summarize,
 )
-from egoeval.io import InputError, atomic_write_text, write_json
+from egoeval.io import InputError, json_bytes, outputs_together
 from egoeval.settings import load_settings
 from egoeval.stage import run_stage
 
@@ -105,12 +105,14 @@ def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
 
     def run() -> None:
-        items = read_table(ITEMS, list(ITEM_COLUMNS))
-        if not PREDICTIONS.is_file():
-            raise InputError(PREDICTIONS, "file not found (run the parse stage first)")
-        metrics, categories = score(items, pd.read_parquet(PREDICTIONS), load_settings().egonormia.score.model_dump())
-        write_json(METRICS_FILE, metrics)
-        atomic_write_text(CATEGORIES_FILE, categories.to_csv(index=False, lineterminator="\n"))
+        with outputs_together(METRICS_FILE, CATEGORIES_FILE) as outputs:
+            items = read_table(ITEMS, list(ITEM_COLUMNS))
+            if not PREDICTIONS.is_file():
+                raise InputError(PREDICTIONS, "file not found (run the parse stage first)")
+            params = load_settings().egonormia.score.model_dump()
+            metrics, categories = score(items, pd.read_parquet(PREDICTIONS), params)
+            outputs.write(METRICS_FILE, json_bytes(metrics))
+            outputs.write(CATEGORIES_FILE, categories.to_csv(index=False, lineterminator="\n").encode())
 
     return run_stage(run)
 

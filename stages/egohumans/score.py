@@ -22,7 +22,7 @@ import pandas as pd
 
 from egoeval.egohumans.artifacts import GT_DIR, HEAD_SPEED_PLOT, IMAGES, METRICS_FILE, SEQUENCES_PLOT, TRACKS
 from egoeval.egohumans.head_speed import head_speed_table, head_speeds
-from egoeval.io import InputError, atomic_write_text, write_json
+from egoeval.io import InputError, atomic_write_text, read_parquet, write_json
 from egoeval.metrics import score_protocol
 from egoeval.mot import read_mot, read_mot_folder
 from egoeval.settings import load_settings
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         gt, tracks = read_runs(GT_DIR, TRACKS_DIR, runs)
         protocol, iou = params.score.protocol, params.score.iou_threshold
         results = {run: score_protocol(gt, pred, protocol, iou_threshold=iou) for run, pred in tracks.items()}
-        speeds = head_speeds(pd.read_parquet(IMAGES, columns=["sequence", "frame", "extrinsics"]))
+        speeds = head_speeds(read_parquet(IMAGES, ["sequence", "frame", "extrinsics"]))
         by_speed = head_speed_table(gt, tracks, speeds, protocol, iou)
         write_json(METRICS, results)
         atomic_write_text(PLOT, sequence_table(results).to_csv(index=False, float_format="%.4f", lineterminator="\n"))

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import sys
 from pathlib import Path
 
-from egoeval.io import PARAMS_FILE, InputError
+from egoeval.io import PARAMS_FILE, InputError, read_json
 from egoeval.settings import load_settings
 
 HANDLERS = {"egohumans": "egoeval.egohumans.published", "egonormia": "egoeval.egonormia.published"}
@@ -52,10 +51,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--map takes OURS=PUBLISHED")
         options["mapping"] = dict(item.split("=", 1) for item in args.map)
     try:
-        try:
-            metrics = json.loads(args.metrics.read_text())
-        except (OSError, json.JSONDecodeError) as err:
-            raise InputError(args.metrics, f"not a readable metrics file: {err}") from None
+        metrics = read_json(args.metrics)
         benchmark = benchmark_of(args.metrics)
         if benchmark not in HANDLERS:
             raise InputError(

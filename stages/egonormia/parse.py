@@ -49,7 +49,7 @@ from egoeval.egonormia.artifacts import (
     require_columns,
 )
 from egoeval.egonormia.scoring import CALL_FAILED, PARSE_FAILED, official_excluded
-from egoeval.io import InputError, write_json, write_parquet
+from egoeval.io import InputError, read_parquet, write_json, write_parquet
 from egoeval.stage import run_stage
 
 ITEM_COLUMNS = ("id", "behaviors", "justifications", "correct_idx", "sensible_idx")
@@ -208,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         items = read_table(ITEMS, list(ITEM_COLUMNS))
         if not RESPONSES.is_file():
             raise InputError(RESPONSES, "file not found (run the infer stage first)")
-        predictions = parse_responses(items, pd.read_parquet(RESPONSES))
+        predictions = parse_responses(items, read_parquet(RESPONSES))
         write_parquet(PREDICTIONS, predictions, PREDICTION_SCHEMA)
         write_json(EVAL_JSON, eval_json(items, predictions))
         for subtask in SUBTASKS:

@@ -31,7 +31,7 @@ from egoeval.egonormia.artifacts import (
     require_columns,
 )
 from egoeval.egonormia.scoring import Outcomes, category_accuracy, official_excluded, outcomes, summarize
-from egoeval.io import InputError, atomic_write_text, write_json
+from egoeval.io import InputError, atomic_write_text, read_parquet, write_json
 from egoeval.settings import load_settings
 from egoeval.stage import run_stage
 
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         items = read_table(ITEMS, list(ITEM_COLUMNS))
         if not PREDICTIONS.is_file():
             raise InputError(PREDICTIONS, "file not found (run the parse stage first)")
-        metrics, categories = score(items, pd.read_parquet(PREDICTIONS), load_settings().egonormia.score.model_dump())
+        metrics, categories = score(items, read_parquet(PREDICTIONS), load_settings().egonormia.score.model_dump())
         write_json(METRICS_FILE, metrics)
         atomic_write_text(CATEGORIES_FILE, categories.to_csv(index=False, lineterminator="\n"))
 

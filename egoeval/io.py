@@ -154,9 +154,8 @@ def read_json(path: str | os.PathLike[str]) -> Any:
     except json.JSONDecodeError as error:
         raise InputError(path, f"not a readable JSON file: {error}") from None
     except ValueError as error:  # an integer beyond Python's int-string limit (4,300 digits); bad UTF-8
-        if (found := _LONG_INTEGER.search(data)) is None:
+        if (line := _long_integer_line(data)) is None:
             raise InputError(path, f"not a readable JSON file: {error}") from None
-        line = data.count(b"\n", 0, found.start()) + 1
         digits = sys.get_int_max_str_digits()
         raise InputError(path, f"an integer of more than {digits:,} digits (Python's limit)", row=line) from None
     if nesting_depth(doc) > MAX_DEPTH:
@@ -164,8 +163,21 @@ def read_json(path: str | os.PathLike[str]) -> Any:
     return doc
 
 
-# an integer token (not the digits of a float) longer than Python converts; searched only after json.loads refused
+# digits longer than Python converts to an integer, not those of a float; searched only after json.loads refused
 _LONG_INTEGER = re.compile(rb"(?<![0-9.eE+-])-?[0-9]{%d}(?![0-9]*[.eE])" % (sys.get_int_max_str_digits() + 1))
+
+
+def _long_integer_line(data: bytes) -> int | None:
+    """The line of the first integer token of a JSON text too long for Python (digits inside a string are no
+    token: the quotes before them are counted, escaped ones left out), in one pass; None when there is none."""
+    inside, last = False, 0
+    for found in _LONG_INTEGER.finditer(data):
+        between = data[last : found.start()].replace(b"\\\\", b"").replace(b'\\"', b"")
+        inside ^= bool(between.count(b'"') % 2)
+        last = found.start()
+        if not inside:
+            return data.count(b"\n", 0, found.start()) + 1
+    return None
 
 
 def nesting_depth(doc: Any, limit: int = MAX_DEPTH) -> int:

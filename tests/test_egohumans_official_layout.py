@@ -172,3 +172,38 @@ def test_dvc_repro_on_the_official_download(tmp_path: Path) -> None:
     )
     assert compared.returncode == 0, compared.stderr
     assert "bytetrack-official (official)  vs  ByteTrack" in compared.stdout
+
+
+def test_cameras_that_never_see_anyone_get_no_tracks_from_the_camera_trackers(tmp_path: Path) -> None:
+    """The download has cameras without images (aria02 here); the egomotion and world trackers, which read each
+    frame's camera pose, give such a video an empty track file instead of stopping the pipeline."""
+    download = tmp_path / "egohumans"
+    build_official_download(download)
+    repo = copy_repo(tmp_path / "repo")
+    fetch_params = {
+        "source": "local",
+        "path": str(download),
+        "annotation": f"{SET}/tracking_{{modality}}.json",
+        "modality": "ego_rgb",
+        "manifest": str(download / "manifest.sha256"),
+        "detections": None,
+        "duplicate_videos": "error",
+        "camera_model": "aria_fisheye",  # the download's calibration: Aria's fisheye with distortion
+    }
+    changes = {"fetch": fetch_params, "detect": {"modes": ["official"]}, "track": {"trackers": ["egomotion", "world"]}}
+    write_params(repo, {"egohumans": changes})
+    pinned = subprocess.run(
+        [sys.executable, "-m", "stages.egohumans.fetch", "--write-manifest", str(download)],
+        cwd=repo,
+        env=tool_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert pinned.returncode == 0, pinned.stderr
+    run = dvc(repo, "repro", "egohumans_track@egomotion-official", "egohumans_track@world-official")
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    for tracker in ("egomotion", "world"):
+        tracks = repo / "data/egohumans/tracks" / f"{tracker}-official"
+        assert (tracks / f"tagging_{SEQ}_aria02_rgb.txt").read_text() == ""  # no image, no track
+        assert (tracks / f"tagging_{SEQ}_aria01_rgb.txt").read_text().count("\n") > 10

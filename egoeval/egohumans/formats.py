@@ -105,6 +105,8 @@ def _binary(kind: type[bytes] | type[bytearray]) -> Callable[..., Any]:
             return kind()
         if isinstance(args[0], bytes | bytearray) and len(args) == 1:
             return kind(args[0])
+        if not isinstance(args[0], str):
+            _refuse(f"{kind.__name__}() takes bytes or a latin-1 string, never a {type(args[0]).__name__}")
         return kind(_latin1(*args))
 
     return make

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from egoeval.egohumans.formats import load_pickle
-from egoeval.io import MAX_DEPTH, InputError, data_file, data_roots, nesting_depth, read_json, read_text
+from egoeval.io import MAX_DEPTH, InputError, data_file, data_roots, json_depth, read_json, read_text
 
 JSON_VALUES = st.recursive(
     st.none()
@@ -30,7 +30,7 @@ JSON_VALUES = st.recursive(
     | st.text(max_size=6),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
     max_leaves=40,
-)
+) | st.text(alphabet='[]{}"\\ab', max_size=12)  # strings made of what the depth scan must skip
 
 
 def _depth(value: Any) -> int:
@@ -40,22 +40,24 @@ def _depth(value: Any) -> int:
     return 0
 
 
-@settings(max_examples=200, deadline=None)
-@given(value=JSON_VALUES, indent=st.sampled_from([None, 0, 2]))
-def test_read_json_reads_what_json_reads(value: Any, indent: int | None) -> None:
+@settings(max_examples=300, deadline=None)
+@given(value=JSON_VALUES, indent=st.sampled_from([None, 0, 2]), ascii=st.booleans())
+def test_read_json_reads_what_json_reads_and_measures_its_depth(value: Any, indent: int | None, ascii: bool) -> None:
+    """The byte-level depth (strings with brackets, quotes and backslashes skipped) is the parsed value's."""
+    text = json.dumps(value, indent=indent, ensure_ascii=ascii)
+    assert json_depth(text.encode()) == _depth(value)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "doc.json"
-        path.write_text(json.dumps(value, indent=indent))
+        path.write_text(text)
         assert read_json(path) == value
-    assert nesting_depth(value) == _depth(value)
 
 
 def test_json_nesting_at_the_limit_is_read_and_beyond_it_refused(tmp_path: Path) -> None:
     path = tmp_path / "deep.json"
     path.write_text("[" * MAX_DEPTH + "]" * MAX_DEPTH)
-    assert nesting_depth(read_json(path)) == MAX_DEPTH
+    assert _depth(read_json(path)) == MAX_DEPTH
     path.write_text("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1))
-    with pytest.raises(InputError, match=f"nested more than {MAX_DEPTH} deep"):
+    with pytest.raises(InputError, match=f"nested {MAX_DEPTH + 1} deep, more than {MAX_DEPTH}"):
         read_json(path)
 
 

@@ -462,8 +462,8 @@ def test_a_hostile_detections_pickle_is_refused_at_once(workspace: Path, ehroot:
 
 
 JSON_TEXTS = {
-    "arrays nested 100,000 deep": (b"[" * 100_000 + b"]" * 100_000, "nested more than 32 deep", ""),
-    "objects nested 40 deep": (b'{"a": ' * 40 + b"1" + b"}" * 40, "nested more than 32 deep", ""),
+    "arrays nested 100,000 deep": (b"[" * 100_000 + b"]" * 100_000, "nested 100000 deep, more than 32", ""),
+    "objects nested 40 deep": (b'{"a": ' * 40 + b"1" + b"}" * 40, "nested 40 deep, more than 32", ""),
     "an integer of 5,000 digits on line 3": (
         b'{"videos": [],\n"images": [],\n"annotations": [' + b"7" * 5000 + b"]}",
         "an integer of more than 4,300 digits",

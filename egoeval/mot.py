@@ -18,7 +18,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from egoeval.io import MAX_LINE_BYTES, InputError, atomic_write_text, long_line, read_bounded
+from egoeval.io import MAX_LINE_BYTES, InputError, atomic_write_text, long_line, read_bounded, read_text
 
 COLUMNS = ["frame", "id", "x", "y", "w", "h", "conf"]
 MIN_FIELDS, MAX_FIELDS = 6, 10
@@ -86,7 +86,7 @@ def seqinfo_length(gt_path: str | os.PathLike[str]) -> int | None:
         return None
     parser = configparser.ConfigParser()
     try:
-        parser.read(ini)
+        parser.read_string(read_text(ini), str(ini))
         length = int(parser["Sequence"]["seqLength"])
     except (configparser.Error, KeyError, ValueError) as err:
         raise InputError(ini, f"no integer seqLength in a [Sequence] section ({err})") from err

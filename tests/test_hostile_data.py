@@ -561,18 +561,64 @@ def test_a_calibration_file_with_a_long_line_is_refused(workspace: Path, ehroot:
     [
         ("gt/seq/gt/gt.txt", LONG_LINE, "row 1: longer than 65,536 bytes"),
         ("gt/seq/seqinfo.ini", b"[Sequence]\nseqLength=" + b"9" * 5000 + b"\n", "no integer seqLength"),
+        ("gt/seq/gt/gt.txt", None, "not a regular file"),
     ],
-    ids=["gt long line", "seqinfo 5000 digits"],
+    ids=["gt long line", "seqinfo 5000 digits", "gt a FIFO"],
 )
 def test_score_tracks_refuses_hostile_motchallenge_files(
-    tmp_path: Path, file: str, content: bytes, message: str
+    tmp_path: Path, file: str, content: bytes | None, message: str
 ) -> None:
     (tmp_path / "gt/seq/gt").mkdir(parents=True)
     (tmp_path / "pred").mkdir()
     (tmp_path / "gt/seq/gt/gt.txt").write_bytes(b"1,1,10,10,5,5,1,-1,-1,-1\n")
     (tmp_path / "pred/seq.txt").write_bytes(b"1,1,10,10,5,5,1,-1,-1,-1\n")
-    (tmp_path / file).write_bytes(content)
+    if content is None:
+        (tmp_path / file).unlink()
+        os.mkfifo(tmp_path / file)  # a named pipe would block a reader for ever
+    else:
+        (tmp_path / file).write_bytes(content)
     refused(tmp_path, ("egoeval", "score-tracks", "gt", "pred"), file, message)
+
+
+EGONORMIA_ITEMS = {
+    "final_data.json: an integer of 5,000 digits": ("final_data.json", "correct", "9" * 5000),
+    "final_data.json: nested 100,000 deep": ("final_data.json", "taxonomy", "[" * 100_000 + "]" * 100_000),
+    "parquet: a taxonomy string nested 100,000 deep": ("items.parquet", "taxonomy", "[" * 100_000 + "]" * 100_000),
+    "parquet: a taxonomy string with a 5,000-digit integer": ("items.parquet", "taxonomy", "[" + "9" * 5000 + "]"),
+}
+
+
+@bad_input
+@pytest.mark.parametrize("case", sorted(EGONORMIA_ITEMS))
+def test_hostile_egonormia_items_are_refused_naming_the_file(workspace: Path, tmp_path: Path, case: str) -> None:
+    """Items of a local folder (the official JSON, or a parquet as on the hub) that no parser may choke on."""
+    name, field, raw = EGONORMIA_ITEMS[case]
+    folder = tmp_path / "items"
+    folder.mkdir()
+    items = pd.read_parquet(workspace / "data/egonormia/fetched/items.parquet").drop(columns=["video", "strip"])
+    first = items["id"].iloc[0]
+    if name == "final_data.json":
+        clips = {
+            row.id: {"id": row.id, "behaviors": list(row.behaviors), "justifications": list(row.justifications)}
+            | {"correct": int(row.correct_idx), "sensibles": list(map(int, row.sensible_idx)), "desc": row.description}
+            for row in items.itertuples()
+        }
+        clips[first][field] = "@@"
+        text = json.dumps(clips, indent=1).replace('"@@"', raw)
+        (folder / name).write_text(text)
+        expected = (
+            f"row {text[: text.index(raw)].count(chr(10)) + 1}: an integer of more than 4,300 digits"
+            if field == "correct"
+            else "nested 100002 deep, more than 32"  # the clips' object, a clip's, then the arrays
+        )
+    else:
+        items["taxonomy"] = [json.dumps([list(t) for t in taxonomy]) for taxonomy in items["taxonomy"]]
+        items.loc[0, "taxonomy"] = raw
+        items.to_parquet(folder / name, index=False)
+        expected = f"row {first}: taxonomy is not readable JSON"
+    with params(workspace, _egonormia_local(workspace, folder)):
+        (folder / "manifest.sha256").write_text(f"{sha256_file(folder / name)}  {name}\n")
+        refused(workspace, ("stages.egonormia.fetch",), str(folder / name), expected)
 
 
 # ----------------------------------------------------------------------------------- 7. clear errors, no traceback

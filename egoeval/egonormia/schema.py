@@ -166,6 +166,8 @@ def _taxonomy(value: object, notes: Counter | None = None) -> tuple[list[list[st
             value = json.loads(value)
         except json.JSONDecodeError as exc:
             return None, f"taxonomy is not valid JSON ({exc.msg})"
+        except (ValueError, RecursionError) as exc:  # an integer beyond Python's limit, nesting beyond its stack
+            return None, f"taxonomy is not readable JSON ({type(exc).__name__})"
     if isinstance(value, Mapping):
         keys = {str(k) for k in value}
         extra = sorted(keys - {str(i) for i in range(N_OPTIONS)})

@@ -95,14 +95,21 @@ def input_size(path: str | os.PathLike[str]) -> int:
 
 
 def read_bounded(path: str | os.PathLike[str]) -> bytes:
-    """The bytes of a regular file of at most MAX_INPUT_BYTES; else InputError naming it (nothing larger is read)."""
+    """The bytes of a regular file of at most MAX_INPUT_BYTES; else InputError naming it (nothing larger is read;
+    opened without blocking and checked as opened, so a FIFO swapped in never stalls the read)."""
     path = Path(path)
     input_size(path)
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_INPUT_BYTES + 1)
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as error:
         raise InputError(path, f"cannot read: {error.strerror}") from None
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise InputError(path, "not a regular file")
+        try:
+            data = handle.read(MAX_INPUT_BYTES + 1)
+        except OSError as error:
+            raise InputError(path, f"cannot read: {error.strerror}") from None
     if len(data) > MAX_INPUT_BYTES:
         raise InputError(path, f"grew past {MAX_INPUT_BYTES:,} bytes while read")
     return data
@@ -330,7 +337,7 @@ def relative_path_problem(name: object) -> str | None:
     """Why ``name`` cannot be a path inside a data root (None when it can): it must be a non-empty string, relative,
     without a ``..`` part or a NUL byte."""
     if not isinstance(name, str) or not name:
-        return f"a path must be a non-empty string, got {name!r}"
+        return f"a path must be a non-empty string, got {repr(name)[:200]}"
     if name.startswith("/") or ".." in PurePosixPath(name).parts or "\0" in name:
         return f"{name[:300]!r} is not a path inside the data root (absolute, or with a '..' part)"
     return None

@@ -115,7 +115,7 @@ def bench_manifest() -> dict:
     params |= {"detections": None, "duplicate_videos": "error"}
     os.sync()
     start = time.perf_counter()
-    names = write_root_manifest(root, params)
+    names = write_root_manifest(root, params, ["gt"])
     parallel_s = time.perf_counter() - start
     start = time.perf_counter()
     sha256_files(root, names)

@@ -7,7 +7,14 @@ import sys
 
 from bench import save
 
-BENCHES = ["bench.frames", "bench.infer_throughput", "bench.score_tracks", "bench.official_protocol", "bench.trackers"]
+BENCHES = [
+    "bench.frames",
+    "bench.infer_throughput",
+    "bench.score_tracks",
+    "bench.official_protocol",
+    "bench.trackers",
+    "bench.hostile_inputs",
+]
 
 
 def main(names: list[str]) -> int:

@@ -28,6 +28,7 @@ RC = {
     "font.family": [FAMILY],
     "svg.hashsalt": "egoeval",
     "svg.fonttype": "path",
+    "text.parse_math": False,  # names from data are text: '$' in a sequence or model name is no mathtext
     "font.size": 9,
     "axes.spines.top": False,
     "axes.spines.right": False,

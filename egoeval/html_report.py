@@ -52,7 +52,16 @@ from egoeval.egonormia.artifacts import (
     require_columns,
 )
 from egoeval.egonormia.published import load_published, select_table, source_of
-from egoeval.io import InputError, atomic_write_text, check_output, read_json
+from egoeval.io import (
+    InputError,
+    atomic_write_text,
+    check_output,
+    data_roots,
+    inside,
+    read_bounded,
+    read_json,
+    read_parquet,
+)
 from egoeval.mot import read_mot, read_mot_folder
 from egoeval.settings import load_settings
 from egoeval.stage import run_stage
@@ -311,19 +320,19 @@ def clips_section(root: Path, count: int) -> str:
 
 
 def read_predictions(path: Path) -> pd.DataFrame:
-    if not path.is_file():
-        raise InputError(path, "file not found (run the stages before this one)")
-    frame = pd.read_parquet(path)
-    require_columns(frame, PREDICTION_COLUMNS, path)
-    return frame
+    return read_parquet(path, PREDICTION_COLUMNS)
 
 
 def read_responses(path: Path) -> pd.DataFrame:
-    if not path.is_file():
-        raise InputError(path, "file not found (run the stages before this one)")
-    frame = pd.read_parquet(path)
-    require_columns(frame, ("id", "setting", "model", "subtask", "permutation", "response", "error"), path)
-    return frame
+    return read_parquet(path, ("id", "setting", "model", "subtask", "permutation", "response", "error"))
+
+
+def read_csv(path: Path) -> pd.DataFrame:
+    """A CSV table of the pipeline's plots (bounded, as ``read_bounded``); InputError naming it when unreadable."""
+    try:
+        return pd.read_csv(io.BytesIO(read_bounded(path)))
+    except (ValueError, pd.errors.ParserError) as error:
+        raise InputError(path, f"not a readable CSV table: {error}") from None
 
 
 # ------------------------------------------------------------------------------------------------------ EgoHumans
@@ -447,8 +456,10 @@ def _embedded_frame(path: Path, width: int) -> tuple[str, tuple[int, int], float
 
 
 def disagreement_section(
-    root: Path, runs: list[tuple[str, str, str]], count: int, width: int, iou_threshold: float
+    root: Path, runs: list[tuple[str, str, str]], count: int, width: int, iou_threshold: float, data_root: str
 ) -> str:
+    """The ``count`` frames where the runs disagree most, each frame (which must lie in the data root
+    ``data_root``, egohumans.fetch.path) with every run's boxes over it."""
     if count == 0:
         return ""
     gt_files = read_mot_folder(root / EGOHUMANS_GT)
@@ -460,10 +471,8 @@ def disagreement_section(
             tracks[run] = read_mot(found[name], kind="pred") if name in found else read_mot(path, kind="gt").iloc[0:0]
         sequences[name] = (read_mot(path, kind="gt"), tracks)
     chosen: list[Disagreement] = most_disputed(sequences, iou_threshold, count, gap=15)
-    images = pd.read_parquet(root / EGOHUMANS_IMAGES) if (root / EGOHUMANS_IMAGES).is_file() else None
-    if images is None:
-        raise InputError(root / EGOHUMANS_IMAGES, "file not found (run the stages before this one)")
-    require_columns(images, ("sequence", "frame", "path"), EGOHUMANS_IMAGES)
+    images = read_parquet(root / EGOHUMANS_IMAGES, ("sequence", "frame", "path"))
+    roots = data_roots(root / data_root)
     located = {
         (str(s), int(f)): str(p) for s, f, p in zip(images["sequence"], images["frame"], images["path"], strict=True)
     }
@@ -473,6 +482,7 @@ def disagreement_section(
         if where is None:
             raise InputError(root / EGOHUMANS_IMAGES, f"no image for frame {pick.frame}", row=pick.sequence)
         path = Path(where) if Path(where).is_absolute() else root / where
+        inside(path, roots, root / EGOHUMANS_IMAGES, f"{pick.sequence} frame {pick.frame}")  # the page is shared
         uri, size, scale = _embedded_frame(path, width)
         gt, tracks = sequences[pick.sequence]
         gt_frame = gt[gt["frame"] == pick.frame]
@@ -556,9 +566,9 @@ def build_page(root: Path, settings: Any) -> str:
     """The whole page for the workspace at ``root`` (``settings``: the validated params.yaml)."""
     report = settings.report
     egonormia = read_json(root / METRICS_FILE)
-    categories = pd.read_csv(root / CATEGORIES_FILE) if (root / CATEGORIES_FILE).is_file() else None
-    if categories is None:
+    if not (root / CATEGORIES_FILE).is_file():
         raise InputError(root / CATEGORIES_FILE, "file not found (run the stages before this one)")
+    categories = read_csv(root / CATEGORIES_FILE)
     egohumans = read_json(root / EGOHUMANS_METRICS)
     runs = _runs(egohumans, settings.egohumans.track.trackers, settings.egohumans.detect.modes)
     sections = [
@@ -572,7 +582,12 @@ def build_page(root: Path, settings: Any) -> str:
             dict(settings.egohumans.compare.published),
         ),
         disagreement_section(
-            root, runs, report.egohumans_frames, report.image_width, settings.egohumans.score.iou_threshold
+            root,
+            runs,
+            report.egohumans_frames,
+            report.image_width,
+            settings.egohumans.score.iou_threshold,
+            settings.egohumans.fetch.path,
         ),
     ]
     nav = (

@@ -1,5 +1,9 @@
 """Small file helpers shared by every stage: params, atomic writes, outputs committed together, sha256 manifests,
-input errors."""
+input errors, bounded readers and the one check that a path given by data stays inside its root.
+
+What one input may cost is bounded here, once (``MAX_INPUT_BYTES``, ``MAX_DEPTH``, ``MAX_ELEMENTS``,
+``MAX_LINE_BYTES``); a reader refuses anything beyond with an InputError naming the file, before the cost is paid.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +13,15 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
+import stat
+import sys
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -22,6 +29,14 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 PARAMS_FILE = Path("params.yaml")
+
+# What one input file may cost. Generous for the real data: the EgoHumans test annotation (47,740 images) is about
+# 150 MB of JSON nested 4 deep and its detections pickle about 125-190 MB holding some 15 million numbers;
+# EgoNormia's final_data.json (1,853 clips) is a few MB.
+MAX_INPUT_BYTES = 1 << 30  # a file read whole (JSON, pickle, MOTChallenge text), or a parquet table once decoded
+MAX_DEPTH = 32  # containers nested in containers (JSON arrays and objects; pickled lists, tuples, dicts, sets)
+MAX_ELEMENTS = 100_000_000  # values in one pickle, an array counting its size, a shared object each time it is met
+MAX_LINE_BYTES = 1 << 16  # one line of a text format (MOTChallenge, det.txt, calibration, manifest)
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 
@@ -75,22 +90,158 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
+def input_size(path: str | os.PathLike[str]) -> int:
+    """The size of a regular file of at most MAX_INPUT_BYTES; else InputError naming it (a FIFO or a device is
+    never opened)."""
+    try:
+        info = Path(path).stat()
+    except OSError as error:
+        raise InputError(path, f"cannot read: {error.strerror}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError(path, "not a regular file")
+    if info.st_size > MAX_INPUT_BYTES:
+        raise InputError(path, f"{info.st_size:,} bytes: more than one input may hold ({MAX_INPUT_BYTES:,})")
+    return info.st_size
+
+
+def read_bounded(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of a regular file of at most MAX_INPUT_BYTES; else InputError naming it (nothing larger is read;
+    opened without blocking and checked as opened, so a FIFO swapped in never stalls the read)."""
+    path = Path(path)
+    input_size(path)
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as error:
+        raise InputError(path, f"cannot read: {error.strerror}") from None
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise InputError(path, "not a regular file")
+        try:
+            data = handle.read(MAX_INPUT_BYTES + 1)
+        except OSError as error:
+            raise InputError(path, f"cannot read: {error.strerror}") from None
+    if len(data) > MAX_INPUT_BYTES:
+        raise InputError(path, f"grew past {MAX_INPUT_BYTES:,} bytes while read")
+    return data
+
+
+def read_text(path: str | os.PathLike[str]) -> str:
+    """A UTF-8 text file, bounded as ``read_bounded`` and in line length (MAX_LINE_BYTES); errors name the line."""
+    data = read_bounded(path)
+    if (line := long_line(data)) is not None:
+        raise InputError(path, f"longer than {MAX_LINE_BYTES:,} bytes: not a line of this format", row=line)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        byte = error.object[error.start]
+        raise InputError(path, f"not UTF-8 text (byte {byte:#x}); save it as UTF-8", row=line) from None
+
+
+def long_line(data: bytes) -> int | None:
+    """The 1-based number of the first line longer than MAX_LINE_BYTES, or None."""
+    if len(data) <= MAX_LINE_BYTES:
+        return None
+    import numpy as np
+
+    ends = np.flatnonzero(np.frombuffer(data, np.uint8) == ord("\n"))
+    lengths = np.diff(ends, prepend=-1, append=len(data)) - 1
+    long = np.flatnonzero(lengths > MAX_LINE_BYTES)
+    return int(long[0]) + 1 if long.size else None
+
+
 def read_json(path: str | os.PathLike[str]) -> Any:
-    """A JSON file, as InputError naming the file when it is unreadable or an object repeats a key (json.loads
-    would keep the last copy silently: a clip listed twice would change its gold answer unnoticed)."""
+    """A JSON file, bounded (MAX_INPUT_BYTES; MAX_DEPTH, checked before parsing; integers within Python's
+    int-string limit, the line named), as InputError naming the file when it is not, when it is unreadable, or when
+    an object repeats a key (json.loads would keep the last copy silently: a clip listed twice would change its gold
+    answer unnoticed)."""
 
     def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: dict[str, Any] = {}
         for key, value in pairs:
             if key in seen:
-                raise InputError(path, f"the key {key!r} appears twice in one object; remove one copy")
+                shown = repr(key) if len(key) <= 200 else f"{key[:200]!r}…"
+                raise InputError(path, f"the key {shown} appears twice in one object; remove one copy")
             seen[key] = value
         return seen
 
+    data = read_bounded(path)
+    if (depth := json_depth(data)) > MAX_DEPTH:
+        raise InputError(path, f"nested {depth} deep, more than {MAX_DEPTH}")
     try:
-        return json.loads(Path(path).read_bytes(), object_pairs_hook=unique)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        return json.loads(data, object_pairs_hook=unique)
+    except RecursionError:  # not reached once the depth is checked; kept so that no input can end in a traceback
+        raise InputError(path, f"nested more than {MAX_DEPTH} deep") from None
+    except json.JSONDecodeError as error:
         raise InputError(path, f"not a readable JSON file: {error}") from None
+    except ValueError as error:  # an integer beyond Python's int-string limit (4,300 digits); bad UTF-8
+        if (line := _long_integer_line(data)) is None:
+            raise InputError(path, f"not a readable JSON file: {error}") from None
+        digits = sys.get_int_max_str_digits()
+        raise InputError(path, f"an integer of more than {digits:,} digits (Python's limit)", row=line) from None
+
+
+def json_depth(data: bytes) -> int:
+    """How deep the arrays and objects of a JSON text nest, strings skipped, at C speed and before any parsing:
+    escaped backslashes and quotes are dropped, then all but quotes and brackets; a bracket after an odd number of
+    quotes is inside a string."""
+    import numpy as np
+
+    if b"\\" in data:
+        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    marks = np.frombuffer(data.translate(None, _NOT_STRUCTURE), np.uint8)
+    outside = (np.cumsum(marks == ord('"'), dtype=np.uint8) & 1) == 0  # the parity survives uint8's wrapping
+    brackets = marks[outside & (marks != ord('"'))]
+    steps = np.where((brackets == ord("[")) | (brackets == ord("{")), 1, -1)
+    return int(np.cumsum(steps).max(initial=0))
+
+
+_NOT_STRUCTURE = bytes(set(range(256)) - set(b'"[]{}'))
+
+
+# digits longer than Python converts to an integer, not those of a float; searched only after json.loads refused
+_LONG_INTEGER = re.compile(rb"(?<![0-9.eE+-])-?[0-9]{%d}(?![0-9]*[.eE])" % (sys.get_int_max_str_digits() + 1))
+
+
+def _long_integer_line(data: bytes) -> int | None:
+    """The line of the first integer token of a JSON text too long for Python (digits inside a string are no
+    token: the quotes before them are counted, escaped ones left out), in one pass; None when there is none."""
+    inside, last = False, 0
+    for found in _LONG_INTEGER.finditer(data):
+        between = data[last : found.start()].replace(b"\\\\", b"").replace(b'\\"', b"")
+        inside ^= bool(between.count(b'"') % 2)
+        last = found.start()
+        if not inside:
+            return data.count(b"\n", 0, found.start()) + 1
+    return None
+
+
+def read_parquet(path: str | os.PathLike[str], columns: Sequence[str] | None = None) -> pd.DataFrame:
+    """A parquet table (at most MAX_INPUT_BYTES on disk and once decoded, with ``columns`` when given), as
+    InputError naming the file when it is missing, empty, cut short or not parquet."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, "file not found (run the stages before this one)")
+    input_size(path)
+    try:
+        table = pq.ParquetFile(path)
+        names = table.schema_arrow.names
+        decoded = sum(table.metadata.row_group(i).total_byte_size for i in range(table.metadata.num_row_groups))
+    except (OSError, ValueError, pa.ArrowException) as error:
+        raise InputError(path, f"not a readable parquet file (empty, cut short or not parquet): {error}") from None
+    if decoded > MAX_INPUT_BYTES:
+        raise InputError(path, f"{decoded:,} bytes once decoded: more than one input may hold ({MAX_INPUT_BYTES:,})")
+    missing = [c for c in columns or () if c not in names]
+    if missing:
+        raise InputError(path, f"missing columns {missing}")
+    try:
+        return pd.read_parquet(path, columns=None if columns is None else list(columns))
+    except (OSError, ValueError, pa.ArrowException) as error:
+        raise InputError(path, f"not a readable parquet file (corrupt): {error}") from None
 
 
 def json_bytes(obj: Any) -> bytes:
@@ -387,10 +538,13 @@ def sha256_files(
     workers = workers or min(32, 4 * (os.cpu_count() or 1))
 
     def one(name: str) -> str:
+        if not (root / name).is_file():  # never opened when it is not a regular file (a FIFO would block)
+            what = "not a regular file" if (root / name).exists() else "missing"
+            raise InputError(root / name, f"{what} (the annotation or the manifest names it)")
         try:
             return sha256_file(root / name)
-        except FileNotFoundError:
-            raise InputError(root / name, "missing (the annotation or the manifest names it)") from None
+        except OSError as error:
+            raise InputError(root / name, f"cannot read: {error.strerror}") from None
 
     from tqdm import tqdm
 
@@ -402,12 +556,14 @@ def sha256_files(
 def read_manifest(path: str | os.PathLike[str]) -> dict[str, str]:
     """A sha256 manifest in ``sha256sum`` format: ``<hex>  <relative path>`` per line."""
     entries: dict[str, str] = {}
-    for lineno, line in enumerate(Path(path).read_text().splitlines(), start=1):
+    for lineno, line in enumerate(read_text(path).splitlines(), start=1):
         if not line.strip() or line.startswith("#"):
             continue
         digest, sep, name = line.partition("  ")
         if not sep or len(digest) != 64:
-            raise InputError(path, f"not a '<sha256>  <path>' line: {line!r}", row=lineno)
+            raise InputError(path, f"not a '<sha256>  <path>' line: {line[:200]!r}", row=lineno)
+        if (problem := relative_path_problem(name.strip())) is not None:
+            raise InputError(path, problem, row=lineno)
         entries[name.strip()] = digest.lower()
     return entries
 
@@ -428,3 +584,59 @@ def verify_manifest(manifest: str | os.PathLike[str], root: str | os.PathLike[st
     for name, actual in sha256_files(root, names, desc="verifying").items():
         if actual != expected[name]:
             raise InputError(Path(root) / name, f"sha256 {actual} differs from the manifest's {expected[name]}")
+
+
+# ----------------------------------------------------------------------------------------- paths given by data
+
+
+def relative_path_problem(name: object) -> str | None:
+    """Why ``name`` cannot be a path inside a data root (None when it can): it must be a non-empty string, relative,
+    without a ``..`` part or a NUL byte."""
+    if not isinstance(name, str) or not name:
+        return f"a path must be a non-empty string, got {repr(name)[:200]}"
+    if name.startswith("/") or ".." in PurePosixPath(name).parts or "\0" in name:
+        return f"{name[:300]!r} is not a path inside the data root (absolute, or with a '..' part)"
+    return None
+
+
+def data_roots(folder: str | os.PathLike[str]) -> tuple[Path, ...]:
+    """The folders that symlinks under a data folder may lead into: the folder itself (its own symlinks followed)
+    and, when it is a Hugging Face cache snapshot (``…/snapshots/<revision>``, files that are symlinks into
+    ``…/blobs``), that repository's blob store."""
+    folder = Path(folder).resolve()
+    roots = [folder]
+    for above in (folder, *folder.parents):
+        if above.parent.name == "snapshots" and (above.parent.parent / "blobs").is_dir():
+            roots.append((above.parent.parent / "blobs").resolve())
+            break
+    return tuple(roots)
+
+
+def inside(
+    path: str | os.PathLike[str], roots: Iterable[Path], where: str | os.PathLike[str], row: object = None
+) -> Path:
+    """``path`` (unchanged) when, its symlinks followed, it lies in one of ``roots`` (``data_roots`` folders); else
+    InputError naming ``where`` (the file that gave the path) and ``row``."""
+    roots = tuple(roots)
+    real = Path(path).resolve()
+    if not any(real.is_relative_to(root) for root in roots):
+        shown = str(path) if real == Path(path).absolute() else f"{path} (a link to {real})"
+        allowed = " or ".join(str(root) for root in roots)
+        raise InputError(where, f"{shown} lies outside the data root {allowed}", row=row)
+    return Path(path)
+
+
+def data_file(
+    root: str | os.PathLike[str],
+    name: object,
+    where: str | os.PathLike[str],
+    row: object = None,
+    roots: Iterable[Path] | None = None,
+) -> Path:
+    """``root / name`` for a path that data gives (an annotation's file name, a clip's media, a detections folder's
+    file): ``name`` relative without a ``..`` part, and the file, symlinks followed, inside ``roots`` (default
+    ``data_roots(root)``; pass the roots the params name together where one may link into another). Anything else
+    is an InputError naming ``where`` (the file that gave the name) and ``row``."""
+    if (problem := relative_path_problem(name)) is not None:
+        raise InputError(where, problem, row=row)
+    return inside(Path(root) / str(name), data_roots(root) if roots is None else roots, where, row)

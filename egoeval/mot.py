@@ -19,7 +19,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from egoeval.io import InputError, atomic_write_text
+from egoeval.io import MAX_LINE_BYTES, InputError, atomic_write_text, long_line, read_bounded, read_text
 
 COLUMNS = ["frame", "id", "x", "y", "w", "h", "conf"]
 MIN_FIELDS, MAX_FIELDS = 6, 10
@@ -36,10 +36,9 @@ def read_mot(path: str | os.PathLike[str], *, kind: Literal["gt", "pred"]) -> pd
     if kind not in ("gt", "pred"):
         raise ValueError(f"kind must be 'gt' or 'pred', not {kind!r}")
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as err:
-        raise InputError(path, f"cannot read: {err}") from err
+    data = read_bounded(path)
+    if (line := long_line(data)) is not None:
+        raise InputError(path, f"longer than {MAX_LINE_BYTES:,} bytes: not a line of this format", row=line)
     values = _parse(path, data)
     if values.shape[1] == MIN_FIELDS:
         values = np.column_stack([values, np.ones(len(values))])  # no conf column: keep every row
@@ -101,7 +100,7 @@ def read_seqinfo(gt_path: str | os.PathLike[str]) -> SeqInfo | None:
         return None
     parser = configparser.ConfigParser()
     try:
-        parser.read(ini)
+        parser.read_string(read_text(ini), str(ini))
         section = parser["Sequence"]
         length = int(section["seqLength"])
     except (configparser.Error, KeyError, ValueError) as err:
@@ -135,7 +134,10 @@ def _parse(path: Path, data: bytes) -> np.ndarray:
     stripped = data.lstrip()
     if not stripped:
         return np.empty((0, MIN_FIELDS))
-    comma = b"," in stripped.split(b"\n", 1)[0]
+    first = stripped.split(b"\n", 1)[0]
+    comma = b"," in first
+    if len(first.split(b",") if comma else first.split()) > MAX_FIELDS + 1:  # + 1: a trailing comma
+        return _parse_lines(path, _text(path, data), comma)  # names the line; never a table that wide
     try:
         table = pd.read_csv(
             io.BytesIO(data), sep="," if comma else r"\s+", header=None, dtype=np.float64, na_filter=False

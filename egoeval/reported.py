@@ -5,11 +5,12 @@ a published figure within a tolerance (the audit, ``egoeval compare``).
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from egoeval.io import read_json
 
 INTERVAL_KEY = "ci95"  # a bootstrap interval [low, high]
 
@@ -150,4 +151,4 @@ def differences(reported: dict[str, Metric], reference: dict[str, Metric], toler
 
 def load_json(path: Path) -> Any | None:
     """A JSON file's content, or None when it does not exist."""
-    return json.loads(path.read_text()) if path.exists() else None
+    return read_json(path) if path.exists() else None

@@ -16,6 +16,7 @@ import pickle
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import cv2
 import numpy as np
@@ -106,7 +107,9 @@ def build_official_download(root: Path, frames: int = 12) -> None:
         pickle.dump(detections, handle)
 
 
-def test_dvc_repro_on_the_official_download(tmp_path: Path) -> None:
+def pinned_official_download(tmp_path: Path, **egohumans: Any) -> tuple[Path, Path]:
+    """(download, repo): the official download built, a copy of this repository whose params point egohumans.fetch
+    at it (``egohumans`` merged into the section), pinned with ``--write-manifest`` as README shows."""
     download = tmp_path / "egohumans"
     build_official_download(download)
     repo = copy_repo(tmp_path / "repo")
@@ -119,19 +122,8 @@ def test_dvc_repro_on_the_official_download(tmp_path: Path) -> None:
         "detections": None,
         "duplicate_videos": "error",
     }
-    write_params(
-        repo,
-        {
-            "egohumans": {
-                "fetch": fetch_params,
-                "detect": {"modes": ["gt", "official"]},
-                "track": {"trackers": ["bytetrack"]},
-            }
-        },
-    )
-    params = yaml.safe_load((repo / "params.yaml").read_text())
-    params["egohumans"]["compare"]["published"] = {"bytetrack-official": "ByteTrack"}  # replaced, not merged
-    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    fetch_params |= egohumans.pop("fetch", {})
+    write_params(repo, {"egohumans": {"fetch": fetch_params, **egohumans}})
     pinned = subprocess.run(
         [sys.executable, "-m", "stages.egohumans.fetch", "--write-manifest", str(download)],
         cwd=repo,
@@ -141,6 +133,16 @@ def test_dvc_repro_on_the_official_download(tmp_path: Path) -> None:
         check=False,
     )
     assert pinned.returncode == 0, pinned.stderr
+    return download, repo
+
+
+def test_dvc_repro_on_the_official_download(tmp_path: Path) -> None:
+    download, repo = pinned_official_download(
+        tmp_path, detect={"modes": ["gt", "official"]}, track={"trackers": ["bytetrack"]}
+    )
+    params = yaml.safe_load((repo / "params.yaml").read_text())
+    params["egohumans"]["compare"]["published"] = {"bytetrack-official": "ByteTrack"}  # replaced, not merged
+    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     names = [line.split("  ", 1)[1] for line in (download / "manifest.sha256").read_text().splitlines()]
     assert f"{SET}/detections_ego_rgb.pkl" in names and f"{BIG}/{SEQ}/ego/aria01/calib/00003.txt" in names
     assert f"{BIG}/{SEQ}/ego/aria02/images/rgb/00003.jpg" not in names  # never annotated: not read, not pinned
@@ -172,3 +174,20 @@ def test_dvc_repro_on_the_official_download(tmp_path: Path) -> None:
     )
     assert compared.returncode == 0, compared.stderr
     assert "bytetrack-official (official)  vs  ByteTrack" in compared.stdout
+
+
+def test_cameras_that_never_see_anyone_get_no_tracks_from_the_camera_trackers(tmp_path: Path) -> None:
+    """The download has cameras without images (aria02 here); the egomotion and world trackers, which read each
+    frame's camera pose, give such a video an empty track file instead of stopping the pipeline."""
+    _, repo = pinned_official_download(
+        tmp_path,
+        fetch={"camera_model": "aria_fisheye"},  # the download's calibration: Aria's fisheye with distortion
+        detect={"modes": ["official"]},
+        track={"trackers": ["egomotion", "world"]},
+    )
+    run = dvc(repo, "repro", "egohumans_track@egomotion-official", "egohumans_track@world-official")
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    for tracker in ("egomotion", "world"):
+        tracks = repo / "data/egohumans/tracks" / f"{tracker}-official"
+        assert (tracks / f"tagging_{SEQ}_aria02_rgb.txt").read_text() == ""  # no image, no track
+        assert (tracks / f"tagging_{SEQ}_aria01_rgb.txt").read_text().count("\n") > 10

@@ -178,7 +178,7 @@ def _copy_sample(pipeline: Path, dest: Path) -> Path:
 def test_fetch_from_det_txt_matches_pickle(pipeline: Path, tmp_path: Path) -> None:
     source = _copy_sample(pipeline, tmp_path / "src")
     (source / OFFICIAL_PKL).unlink()
-    summary = fetching.fetch(_fetch_params(source, detections="detections/det"), tmp_path / "fetched")
+    summary = fetching.fetch(_fetch_params(source, detections="detections/det"), tmp_path / "fetched", MODES)
     assert summary["detections"] == {"official": None, "file": "detections/det"}
     from_txt = read_detections_parquet(tmp_path / "fetched/detections_file.parquet")
     from_pickle = read_detections_parquet(pipeline / "data/egohumans/fetched/detections_file.parquet")
@@ -190,7 +190,7 @@ def test_fetch_rejects_tampered_frame(pipeline: Path, tmp_path: Path) -> None:
     frame = sorted(source.glob(FRAMES))[7]
     frame.write_bytes(frame.read_bytes() + b"\0")
     with pytest.raises(InputError, match="differs from the manifest") as err:
-        fetching.fetch(_fetch_params(source), tmp_path / "fetched")
+        fetching.fetch(_fetch_params(source), tmp_path / "fetched", MODES)
     assert str(frame) in str(err.value)
     assert not (tmp_path / "fetched").exists()
 
@@ -207,16 +207,16 @@ def test_fetch_refuses_malicious_pickle_even_when_pinned(pipeline: Path, tmp_pat
     source = _copy_sample(pipeline, tmp_path / "src")
     marker = tmp_path / "pwned"
     (source / OFFICIAL_PKL).write_bytes(pickle.dumps({"det_bboxes": {}, "x": _Touch(marker)}))
-    assert fetching.write_root_manifest(source, _fetch_params(source))  # pinned, as --write-manifest does
+    assert fetching.write_root_manifest(source, _fetch_params(source), MODES)  # pinned, as --write-manifest does
     with pytest.raises(InputError, match=r"refused global posix\.system") as err:
-        fetching.fetch(_fetch_params(source), tmp_path / "fetched")
+        fetching.fetch(_fetch_params(source), tmp_path / "fetched", MODES)
     assert str(source / OFFICIAL_PKL) in str(err.value)
     assert not marker.exists()
 
 
 def test_fetch_requires_a_manifest(pipeline: Path, tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"egohumans\.fetch\.manifest"):
-        fetching.fetch(_fetch_params(pipeline / "data/egohumans/sample", manifest=None), tmp_path / "fetched")
+        fetching.fetch(_fetch_params(pipeline / "data/egohumans/sample", manifest=None), tmp_path / "fetched", MODES)
 
 
 # ----------------------------------------------------------------------------------------- detect, track, score
@@ -239,7 +239,7 @@ def test_detect_gt_official_and_file(pipeline: Path) -> None:
 def test_detect_official_without_the_pickle_names_it(pipeline: Path, tmp_path: Path) -> None:
     source = _copy_sample(pipeline, tmp_path / "src")
     (source / OFFICIAL_PKL).unlink()
-    fetching.fetch(_fetch_params(source), tmp_path / "fetched")
+    fetching.fetch(_fetch_params(source), tmp_path / "fetched", MODES)
     with pytest.raises(InputError, match=r"no detections_ego_rgb\.pkl beside benchmark/sample/all/coco_track"):
         detect.detect("official", tmp_path / "fetched", tmp_path / "official.parquet", _params()["egohumans"]["detect"])
 
@@ -301,7 +301,7 @@ def test_tracker_frames_without_detections(pipeline: Path, tmp_path: Path) -> No
 @pytest.fixture
 def tiny_fetched(tmp_path: Path) -> Path:
     sample.generate_sample(tmp_path / "sample", sample.SampleParams(**{**SMALL, "sequences": 1, "frames": 3}))
-    fetching.fetch(_fetch_params(tmp_path / "sample"), tmp_path / "fetched")
+    fetching.fetch(_fetch_params(tmp_path / "sample"), tmp_path / "fetched", MODES)
     return tmp_path / "fetched"
 
 
@@ -437,7 +437,7 @@ def test_trackeval_protocol_equals_trackeval(pipeline: Path, tmp_path: Path) -> 
 
 def test_write_manifest_pins_what_the_annotation_references(pipeline: Path, tmp_path: Path) -> None:
     source = _copy_sample(pipeline, tmp_path / "src")
-    names = fetching.write_root_manifest(source, _fetch_params(source), tmp_path / "m.sha256")
+    names = fetching.write_root_manifest(source, _fetch_params(source), MODES, tmp_path / "m.sha256")
     pinned = (tmp_path / "m.sha256").read_text().splitlines()
     assert len(pinned) == len(set(names)) and all(len(line.split("  ")[0]) == 64 for line in pinned)
     assert ANNOTATION in names and OFFICIAL_PKL in names and "detections/simulated.pkl" in names
@@ -445,5 +445,5 @@ def test_write_manifest_pins_what_the_annotation_references(pipeline: Path, tmp_
     frame = source / next(n for n in sorted(names) if "/images/rgb/" in n)
     frame.unlink()
     with pytest.raises(InputError, match="missing") as err:
-        fetching.write_root_manifest(source, _fetch_params(source), tmp_path / "m2.sha256")
+        fetching.write_root_manifest(source, _fetch_params(source), MODES, tmp_path / "m2.sha256")
     assert str(frame) in str(err.value)

@@ -82,7 +82,7 @@ def pinned_json(folder: Path, clips: dict[str, Any], name: str = "items.json") -
 def ood_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("ood")
     shutil.copyfile(OOD_ROBOT, folder / "ood_robot.json")
-    write_folder_manifest(folder, dataset="ood_robot")
+    write_folder_manifest(folder)
     return folder
 
 
@@ -205,7 +205,7 @@ def test_verified_split_file(tmp_path: Path) -> None:
     folder.mkdir()
     shutil.copyfile(OOD_ROBOT, folder / "ood_robot.json")
     (folder / "verified_split.json").write_text(json.dumps({"split": ["clip-5", "clip-1"]}))
-    write_folder_manifest(folder, dataset="ood_robot")
+    write_folder_manifest(folder)
     assert "verified_split.json" in read_manifest(folder / "manifest.sha256")
     items = fetch(local_params(folder, split="verified", dataset="ood_robot"), tmp_path / "out")
     assert items["id"].tolist() == ["clip-1", "clip-5"]
@@ -447,7 +447,7 @@ def test_cli_fetch_and_write_manifest(tmp_path: Path) -> None:
     folder = tmp_path / "mydata"
     folder.mkdir()
     shutil.copyfile(OOD_ROBOT, folder / "ood_robot.json")
-    args = ("--write-manifest", "mydata", "--manifest", "pins.sha256", "--dataset", "ood_robot")
+    args = ("--write-manifest", "mydata", "--manifest", "pins.sha256")
     pinned = _run_cli(tmp_path, {}, *args)
     assert pinned.returncode == 0, pinned.stderr
     assert list(read_manifest(tmp_path / "pins.sha256")) == ["ood_robot.json"]

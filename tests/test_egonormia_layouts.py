@@ -124,7 +124,7 @@ def params(folder: Path, dataset: str = "egonormia", split: str = "full", media:
 
 def pinned(folder: Path, dataset: str = "egonormia", split: str = "full", media: Path | None = None) -> dict[str, Any]:
     spec = params(folder, dataset, split, media)
-    write_folder_manifest(folder, spec["manifest"], media, dataset)
+    write_folder_manifest(folder, spec["manifest"], media)
     return spec
 
 

@@ -80,7 +80,7 @@ def test_botsort_camera_motion_compensation_uses_the_frames(tmp_path: Path) -> N
     sample.generate_sample(tmp_path / "sample", sample.SampleParams(**small))
     root = tmp_path / "sample"
     fetch_params = {**params["fetch"], "path": str(root), "manifest": str(root / "manifest.sha256")}
-    fetching.fetch(fetch_params, tmp_path / "fetched")
+    fetching.fetch(fetch_params, tmp_path / "fetched", ["gt", "official"])
     detections = pd.read_parquet(tmp_path / "fetched/detections_official.parquet")
     detections.to_parquet(tmp_path / "det.parquet", index=False)
     settings = {**params["track"]["config"]["botsort"], "gmc_method": "sparseOptFlow"}

@@ -13,7 +13,6 @@ sharded form (flows/shard.py).
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,7 @@ from egoeval.egohumans.formats import (
     read_detections_parquet,
     sort_detections,
 )
-from egoeval.io import PARAMS_FILE, InputError, write_parquet
+from egoeval.io import PARAMS_FILE, InputError, read_json, read_parquet, write_parquet
 from egoeval.mot import read_mot
 
 OUT_DIR = DETECTIONS
@@ -42,10 +41,12 @@ PERSON = 0  # COCO class id of "person"
 
 def _sequences(fetched: Path) -> dict[str, Any]:
     path = fetched / "sequences.json"
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as err:
-        raise InputError(path, f"not readable (run the egohumans_fetch stage first): {err}") from None
+    if not path.is_file():
+        raise InputError(path, "file not found (run the egohumans_fetch stage first)")
+    summary = read_json(path)
+    if not isinstance(summary, dict) or not isinstance(summary.get("sequences"), list):
+        raise InputError(path, "not a sequences summary (run the egohumans_fetch stage again)")
+    return summary
 
 
 def gt_detections(fetched: Path) -> pd.DataFrame:
@@ -131,7 +132,7 @@ def load_yolo(params: dict[str, Any], arch_only: bool = False) -> Any:
 
 def read_images(fetched: Path) -> pd.DataFrame:
     """The frames listed by fetch (sequence, frame, path), in the stage's order: by sequence, then frame."""
-    images = pd.read_parquet(fetched / "images.parquet", columns=["sequence", "frame", "path"])
+    images = read_parquet(fetched / "images.parquet", ["sequence", "frame", "path"])
     return images.sort_values(["sequence", "frame"]).reset_index(drop=True)
 
 

@@ -23,6 +23,7 @@ calibration, detections) in parallel, using params.yaml's annotation, modality a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from tqdm import tqdm
 from egoeval.egohumans.artifacts import FETCHED
 from egoeval.egohumans.formats import (
     DETECTION_COLUMNS,
+    TrackingAnnotation,
     calibration_path,
     check_detections_known,
     empty_detections,
@@ -46,6 +48,9 @@ from egoeval.egohumans.formats import (
 from egoeval.io import (
     PARAMS_FILE,
     InputError,
+    data_file,
+    data_roots,
+    inside,
     replaced_dir,
     verify_manifest,
     write_json,
@@ -67,23 +72,41 @@ def official_detections_name(params: dict[str, Any]) -> str:
     return (Path(annotation_name(params)).parent / f"detections_{params['modality']}.pkl").as_posix()
 
 
-def _file_detection_names(root: Path, name: str | None) -> list[str]:
+def input_files(root: Path, params: dict[str, Any], file_mode: bool) -> tuple[TrackingAnnotation, list[str]]:
+    """The parsed annotation and every file it makes fetch read, each inside the data root (symlinks followed; else
+    an error naming the annotation's image or the param): frames, calibration files, the released detections, and
+    with ``file_mode`` (``file`` among egohumans.detect.modes) the user's detections."""
+    roots = data_roots(root)
+    where = data_file(root, annotation_name(params), PARAMS_FILE, "egohumans.fetch.annotation", roots)
+    annotation = read_tracking_annotation(where, params["duplicate_videos"])
+    names = [annotation_name(params)]
+    for image_id, name in zip(annotation.images["image_id"], annotation.images["file_name"], strict=True):
+        calibration = calibration_path(name)
+        for needed in (name, *([calibration[0]] if calibration else [])):
+            data_file(root, needed, where, f"image id {image_id}", roots)
+            names.append(needed)
+    official = official_detections_name(params)
+    if data_file(root, official, PARAMS_FILE, "egohumans.fetch.annotation", roots).is_file():
+        names.append(official)
+    return annotation, names + (user_detections(root, params, roots, required=True) if file_mode else [])
+
+
+def user_detections(root: Path, params: dict[str, Any], roots: tuple[Path, ...], required: bool) -> list[str]:
+    """The files of ``egohumans.fetch.detections`` relative to the root (a file, or a folder's ``<seq>.txt``); none
+    when it is null, or when they are missing and not ``required``."""
+    name = params.get("detections")
     if not name:
         return []
-    if (root / name).is_dir():
-        return sorted(p.relative_to(root).as_posix() for p in (root / name).glob("*.txt"))
-    return [name]
-
-
-def input_files(root: Path, params: dict[str, Any]) -> tuple[Any, list[str]]:
-    """The parsed annotation and every file it makes fetch read: frames, calibration files, detections."""
-    annotation = read_tracking_annotation(root / annotation_name(params), params["duplicate_videos"])
-    names = [annotation_name(params), *annotation.images["file_name"]]
-    names += [c[0] for c in map(calibration_path, annotation.images["file_name"]) if c is not None]
-    if (root / official_detections_name(params)).is_file():
-        names.append(official_detections_name(params))
-    names += _file_detection_names(root, params.get("detections"))
-    return annotation, names
+    path = data_file(root, name, PARAMS_FILE, "egohumans.fetch.detections", roots)
+    if path.is_dir():
+        return sorted(inside(txt, roots, path, txt.name).relative_to(root).as_posix() for txt in path.glob("*.txt"))
+    if not path.is_file() and required:
+        raise InputError(
+            path,
+            "missing: egohumans.fetch.detections names it (relative to the data root egohumans.fetch.path); set it "
+            "to null, or leave file out of egohumans.detect.modes",
+        )
+    return [name] if path.is_file() else []
 
 
 def _file_detections(root: Path, name: str, annotation: Any) -> pd.DataFrame:
@@ -117,8 +140,10 @@ def _calibration(root: Path, file_names: pd.Series) -> tuple[list[list[float]], 
     return intrinsics, extrinsics
 
 
-def fetch(params: dict[str, Any], out_dir: str | Path) -> dict[str, object]:
-    """Verify and normalise the inputs under the data root ``params["path"]`` into ``out_dir``; return the summary."""
+def fetch(params: dict[str, Any], out_dir: str | Path, modes: Sequence[str]) -> dict[str, object]:
+    """Verify and normalise the inputs under the data root ``params["path"]`` into ``out_dir``; return the summary.
+
+    ``modes`` (egohumans.detect.modes): the user's detections are read only when ``file`` is among them."""
     if params["source"] not in ("sample", "local"):
         raise InputError(PARAMS_FILE, f"egohumans.fetch.source must be sample or local, got {params['source']!r}")
     if not params.get("manifest"):
@@ -129,13 +154,14 @@ def fetch(params: dict[str, Any], out_dir: str | Path) -> dict[str, object]:
     if not (root / annotation_name(params)).is_file():
         raise InputError(root / annotation_name(params), "missing (egohumans.fetch.annotation, under the data root)")
     verify_manifest(manifest, root, [annotation_name(params)])
-    annotation, names = input_files(root, params)
+    file_mode = "file" in modes
+    annotation, names = input_files(root, params, file_mode)
     verify_manifest(manifest, root, names)
 
     official = None
     if (root / official_detections_name(params)).is_file():
         official = read_detection_pickle(root / official_detections_name(params), annotation.images)
-    file_name = params.get("detections")
+    file_name = params.get("detections") if file_mode else None
     file = _file_detections(root, file_name, annotation) if file_name else None
     intrinsics, extrinsics = _calibration(root, annotation.images["file_name"])
     images = annotation.images
@@ -187,8 +213,13 @@ def fetch(params: dict[str, Any], out_dir: str | Path) -> dict[str, object]:
     return summary
 
 
-def write_root_manifest(root: Path, params: dict[str, Any], manifest: Path | None = None) -> list[str]:
-    """Pin every file fetch reads under the data root ``root`` (in parallel); return the pinned names."""
-    _, names = input_files(root, params)
+def write_root_manifest(
+    root: Path, params: dict[str, Any], modes: Sequence[str], manifest: Path | None = None
+) -> list[str]:
+    """Pin every file fetch reads under the data root ``root`` (in parallel), the user's detections too when they
+    are there (whatever ``modes``: so that selecting ``file`` later needs no new manifest); return the pinned names."""
+    _, names = input_files(root, params, "file" in modes)
+    if "file" not in modes:
+        names += user_detections(root, params, data_roots(root), required=False)
     write_manifest(manifest or root / "manifest.sha256", root, names)
     return names

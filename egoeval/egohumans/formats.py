@@ -21,18 +21,30 @@ drops the later ones with their images and annotations (the names of the dropped
 
 from __future__ import annotations
 
+import io
+import math
 import os
 import pickle
 import re
-from collections.abc import Callable
+import struct
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, NoReturn
 
 import numpy as np
 import pandas as pd
 
-from egoeval.io import InputError, read_json
+from egoeval.io import (
+    MAX_DEPTH,
+    MAX_ELEMENTS,
+    InputError,
+    read_bounded,
+    read_json,
+    read_parquet,
+    read_text,
+    relative_path_problem,
+)
 
 GT_COLUMNS = ["frame", "id", "x", "y", "w", "h", "conf"]
 # a person's 3D root (pelvis) in world coordinates, metres, where the detections carry one (the official pickle's
@@ -48,38 +60,145 @@ ARIA_IMAGE = re.compile(r"^(?P<root>(?:.*/)?ego/aria\d+)/images/(?P<camera>rgb|l
 CALIB_CAMERAS = ("rgb", "left", "right")  # the order of the camera pairs in a calib file
 CALIB_INTRINSICS = 15  # Aria's fisheye model (FisheyeRadTanThinPrism): f, cx, cy, 6 radial, 2 tangential, 4 prism
 CALIB_EXTRINSICS = 12
+MAX_NAME_LENGTH = 200  # a video name, which names files
 
 
 # ----------------------------------------------------------------------------------------- restricted unpickling
+#
+# A pickle is a program. The one read here may build plain containers and NumPy arrays and nothing else, at a cost
+# bounded by its size: admitted globals only (refused before they run); callables that allocate no more than the
+# stream holds (no ``bytearray(10**9)``, no ``ndarray(shape)``, no dtype built from a nested spec, no object arrays,
+# whose crafted states crash NumPy); dict keys and set members that are plain values (hashing a tuple of shared
+# tuples costs 2**depth); then depth and element count (a shared object counted each time it is met) within
+# MAX_DEPTH and MAX_ELEMENTS before anyone walks the result. It runs on the pure-Python unpickler, whose opcodes can
+# be checked one by one (the C one's cannot): about 3 s for the real EgoHumans test pickle.
 
 
-def _latin1_encode(text: str, encoding: str = "utf-8", errors: str = "strict") -> bytes:
-    """``_codecs.encode`` as protocol-2 pickles use it for ``bytes`` (latin-1 only; other codecs are refused)."""
-    if encoding.lower().replace("_", "-") not in {"latin1", "latin-1"} or errors != "strict":
-        raise pickle.UnpicklingError(f"_codecs.encode with codec {encoding!r} is not admitted")
+def _refuse(why: str) -> NoReturn:
+    raise pickle.UnpicklingError(why)
+
+
+_PLAIN = (str, bytes, int, float, bool, type(None), np.generic)
+
+
+def _plain(values: Iterable[Any], what: str) -> list[Any]:
+    values = list(values)
+    for value in values:
+        if not isinstance(value, _PLAIN):
+            _refuse(f"{what} must be a string or a number, got a {type(value).__name__}")
+    return values
+
+
+def _latin1(text: Any, encoding: Any = "utf-8", errors: Any = "strict") -> bytes:
+    """``str.encode`` as protocol-2 pickles use it for bytes (latin-1 only; other codecs are refused)."""
+    if not isinstance(encoding, str) or encoding.lower().replace("_", "-") not in {"latin1", "latin-1"}:
+        _refuse(f"_codecs.encode with codec {encoding!r} is not admitted")
+    if not isinstance(text, str) or errors != "strict":
+        _refuse("_codecs.encode takes a string, strictly")
     return text.encode("latin-1")
 
 
-_ADMITTED_GLOBALS: dict[tuple[str, str], Any] = {
-    ("builtins", "set"): set,
-    ("builtins", "frozenset"): frozenset,
-    ("builtins", "bytearray"): bytearray,
-    ("builtins", "bytes"): bytes,
-    ("__builtin__", "set"): set,
-    ("__builtin__", "frozenset"): frozenset,
-    ("__builtin__", "bytearray"): bytearray,
-    ("__builtin__", "bytes"): bytes,
-    ("collections", "OrderedDict"): dict,
-    ("_codecs", "encode"): _latin1_encode,
-    ("numpy", "ndarray"): np.ndarray,
-    ("numpy", "dtype"): np.dtype,
-    ("numpy.core.multiarray", "_reconstruct"): np._core.multiarray._reconstruct,
-    ("numpy._core.multiarray", "_reconstruct"): np._core.multiarray._reconstruct,
-    ("numpy.core.multiarray", "scalar"): np._core.multiarray.scalar,
-    ("numpy._core.multiarray", "scalar"): np._core.multiarray.scalar,
-    ("numpy.core.numeric", "_frombuffer"): np._core.numeric._frombuffer,
-    ("numpy._core.numeric", "_frombuffer"): np._core.numeric._frombuffer,
-}
+def _binary(kind: type[bytes] | type[bytearray]) -> Callable[..., Any]:
+    """``bytes``/``bytearray`` of what the stream holds (bytes, or a string in latin-1), never of a size."""
+
+    def make(*args: Any) -> Any:
+        if not args:
+            return kind()
+        if isinstance(args[0], bytes | bytearray) and len(args) == 1:
+            return kind(args[0])
+        if not isinstance(args[0], str):
+            _refuse(f"{kind.__name__}() takes bytes or a latin-1 string, never a {type(args[0]).__name__}")
+        return kind(_latin1(*args))
+
+    return make
+
+
+def _set_of(kind: type[set] | type[frozenset]) -> Callable[..., Any]:
+    return lambda items=(): kind(_plain(items, "a set member"))
+
+
+def _ordered_dict(*args: Any) -> dict[Any, Any]:
+    if args:
+        _refuse("collections.OrderedDict takes its items from the stream, not as arguments")
+    return {}
+
+
+def _dtype(spec: Any, align: Any = False, copy: Any = True) -> np.dtype:
+    """A dtype from its type code (``'f8'``), as NumPy pickles it; never a nested spec, never objects."""
+    if not isinstance(spec, str) or copy is not True:
+        _refuse(f"numpy.dtype must be built from a type code, got {type(spec).__name__}")
+    dtype = np.dtype(spec, bool(align), True)
+    if dtype.hasobject:
+        _refuse("arrays of Python objects are not admitted")
+    return dtype
+
+
+def _shape(shape: Any) -> int:
+    """The element count of an array shape (a tuple of at most MAX_DEPTH sizes >= 0)."""
+    if (
+        not isinstance(shape, tuple)
+        or len(shape) > MAX_DEPTH
+        or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape)
+    ):
+        _refuse(f"an array shape must be a tuple of sizes, got {type(shape).__name__}")
+    return math.prod(shape)
+
+
+def _numeric(dtype: Any) -> np.dtype:
+    if not isinstance(dtype, np.dtype) or dtype.hasobject:
+        _refuse("an array needs a dtype of numbers")
+    return dtype
+
+
+class _NDArray:
+    """What ``numpy.ndarray`` unpickles to: a name for ``_reconstruct``, not a class that allocates when called."""
+
+
+def _reconstruct(subtype: Any, shape: Any, dtype: Any) -> np.ndarray:
+    """NumPy's ``_reconstruct(ndarray, (0,), b'b')``, the empty array its state is loaded into (nothing else)."""
+    if not isinstance(subtype, _NDArray) or shape != (0,) or dtype not in (b"b", "b"):
+        _refuse("numpy _reconstruct is admitted only as NumPy pickles arrays: (ndarray, (0,), b'b')")
+    return np._core.multiarray._reconstruct(np.ndarray, (0,), b"b")
+
+
+def _scalar(dtype: Any, data: Any = None) -> Any:
+    dtype = _numeric(dtype)
+    if not isinstance(data, bytes) or len(data) != dtype.itemsize:
+        _refuse(f"a numpy scalar needs {dtype.itemsize} bytes")
+    return np._core.multiarray.scalar(dtype, data)
+
+
+def _frombuffer(buffer: Any, dtype: Any, shape: Any, order: Any) -> np.ndarray:
+    dtype = _numeric(dtype)
+    if not isinstance(buffer, bytes | bytearray) or len(buffer) != _shape(shape) * dtype.itemsize or order not in "CF":
+        _refuse("a numpy buffer must hold exactly its array's bytes")
+    return np._core.numeric._frombuffer(buffer, dtype, shape, order)
+
+
+def _admitted() -> dict[tuple[str, str], Any]:
+    ndarray = _NDArray()
+    names: dict[str, Any] = {
+        "set": _set_of(set),
+        "frozenset": _set_of(frozenset),
+        "bytearray": _binary(bytearray),
+        "bytes": _binary(bytes),
+    }
+    numpy = {"multiarray._reconstruct": _reconstruct, "multiarray.scalar": _scalar, "numeric._frombuffer": _frombuffer}
+    return {
+        **{(module, name): value for module in ("builtins", "__builtin__") for name, value in names.items()},
+        ("collections", "OrderedDict"): _ordered_dict,
+        ("_codecs", "encode"): _latin1,
+        ("numpy", "ndarray"): ndarray,
+        ("numpy", "dtype"): _dtype,
+        **{
+            (f"{package}.{name.split('.')[0]}", name.split(".")[1]): value
+            for package in ("numpy.core", "numpy._core")
+            for name, value in numpy.items()
+        },
+    }
+
+
+_ADMITTED_GLOBALS = _admitted()
 
 
 class _RefusedGlobal(pickle.UnpicklingError):
@@ -88,8 +207,9 @@ class _RefusedGlobal(pickle.UnpicklingError):
         self.qualified = f"{module}.{name}"
 
 
-class RestrictedUnpickler(pickle.Unpickler):
-    """Unpickles plain containers and NumPy arrays/scalars only; any other global is refused before it runs."""
+class RestrictedUnpickler(pickle._Unpickler):  # the pure-Python unpickler: its opcodes can be overridden
+    """Unpickles plain containers and NumPy arrays/scalars only, each opcode that could cost more than the stream
+    holds checked before it runs (see the comment above)."""
 
     def find_class(self, module: str, name: str) -> Any:
         try:
@@ -97,16 +217,115 @@ class RestrictedUnpickler(pickle.Unpickler):
         except KeyError:
             raise _RefusedGlobal(module, name) from None
 
+    # opcodes that hash what the stream gives (after a MARK, ``self.stack`` holds the marked items)
+    def load_setitem(self) -> None:
+        _plain([self.stack[-2]], "a dict key")
+        super().load_setitem()
+
+    def load_setitems(self) -> None:
+        _plain(self.stack[::2], "a dict key")
+        super().load_setitems()
+
+    def load_dict(self) -> None:
+        _plain(self.stack[::2], "a dict key")
+        super().load_dict()
+
+    def load_additems(self) -> None:
+        _plain(self.stack, "a set member")
+        super().load_additems()
+
+    def load_frozenset(self) -> None:
+        _plain(self.stack, "a set member")
+        super().load_frozenset()
+
+    def load_build(self) -> None:
+        """State for an empty array (a plain numeric one whose bytes match its shape) or a plain dtype only."""
+        state, target = self.stack[-1], self.stack[-2]
+        if isinstance(target, np.ndarray):
+            if not (isinstance(state, tuple) and len(state) == 5):
+                _refuse("an array's state must be (version, shape, dtype, fortran, bytes)")
+            count, dtype = _shape(state[1]), _numeric(state[2])
+            if not isinstance(state[4], bytes | bytearray) or len(state[4]) != count * dtype.itemsize:
+                _refuse("an array's bytes must match its shape")
+        elif isinstance(target, np.dtype):
+            if not (isinstance(state, tuple) and len(state) >= 5 and state[2:5] == (None, None, None)):
+                _refuse("only plain dtypes are admitted (no fields, no subarrays)")
+        else:
+            _refuse(f"no state may be set on a {type(target).__name__}")
+        super().load_build()
+
+    def load_by_class(self) -> None:
+        _refuse("objects built from a class (NEWOBJ, OBJ, INST) are not admitted")
+
+    dispatch: ClassVar[dict[int, Callable[[Any], None]]] = {
+        **pickle._Unpickler.dispatch,
+        pickle.SETITEM[0]: load_setitem,
+        pickle.SETITEMS[0]: load_setitems,
+        pickle.DICT[0]: load_dict,
+        pickle.ADDITEMS[0]: load_additems,
+        pickle.FROZENSET[0]: load_frozenset,
+        pickle.BUILD[0]: load_build,
+        pickle.NEWOBJ[0]: load_by_class,
+        pickle.NEWOBJ_EX[0]: load_by_class,
+        pickle.OBJ[0]: load_by_class,
+        pickle.INST[0]: load_by_class,
+    }
+
+
+def _check_cost(doc: Any) -> None:
+    """Refuse ``doc`` when its containers nest deeper than MAX_DEPTH, when it holds more than MAX_ELEMENTS values
+    (an array counting its size; a shared object each time it is reached), or when it contains itself. Each object
+    is visited once, without recursion."""
+    containers = (dict, list, tuple, set, frozenset)
+    cost: dict[int, tuple[int, int]] = {}  # id -> (depth, elements) of each container done
+    open_ids: set[int] = set()  # containers whose parts are being costed (a path from doc)
+    pending: list[tuple[Any, list[Any] | None]] = [(doc, None)]  # (container, its parts once they are pending)
+    while pending:
+        node, parts = pending.pop()
+        if parts is not None:  # every part is costed: cost the container
+            depth, count = 1, 1
+            for part in parts:
+                if isinstance(part, containers):
+                    depth, count = max(depth, cost[id(part)][0] + 1), count + cost[id(part)][1]
+                else:
+                    count += part.size if isinstance(part, np.ndarray) else 1
+            if depth > MAX_DEPTH:
+                _refuse(f"nested more than {MAX_DEPTH} deep")
+            if count > MAX_ELEMENTS:
+                _refuse(f"more than {MAX_ELEMENTS:,} values (a shared object counted each time it is used)")
+            cost[id(node)] = (depth, count)
+            open_ids.discard(id(node))
+        elif isinstance(node, containers) and id(node) not in cost:
+            if id(node) in open_ids:
+                _refuse("a container holds itself")
+            open_ids.add(id(node))
+            parts = [*node.keys(), *node.values()] if isinstance(node, dict) else list(node)
+            pending.append((node, parts))
+            pending.extend((part, None) for part in parts if isinstance(part, containers) and id(part) not in cost)
+
 
 def load_pickle(path: str | os.PathLike[str]) -> Any:
-    """Load a pickle with :class:`RestrictedUnpickler`; a refused global or a broken file raises InputError."""
+    """Load a pickle with :class:`RestrictedUnpickler` (at most MAX_INPUT_BYTES) and bound what it built; a refused
+    global, a file beyond the limits or a broken one raises InputError naming the file."""
+    data = read_bounded(path)
     try:
-        with open(path, "rb") as handle:
-            return RestrictedUnpickler(handle).load()
+        doc = RestrictedUnpickler(io.BytesIO(data)).load()
+        _check_cost(doc)
     except _RefusedGlobal as err:
         raise InputError(path, f"{err}: only containers and numpy arrays may be unpickled (nothing was run)") from None
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError) as err:
+    except (
+        pickle.UnpicklingError,
+        EOFError,
+        ValueError,
+        TypeError,
+        AttributeError,
+        IndexError,
+        KeyError,
+        OverflowError,
+        struct.error,
+    ) as err:
         raise InputError(path, f"not a readable detections pickle: {err}") from None
+    return doc
 
 
 # ----------------------------------------------------------------------------------------- COCO-video annotation
@@ -178,26 +397,48 @@ def _field(records: list[dict[str, Any]], key: str, field: str, path: Path, defa
 
 def _int_array(values: list[Any], key: str, field: str, path: Path) -> np.ndarray:
     for i, value in enumerate(values):
-        if isinstance(value, bool) or not isinstance(value, int | np.integer):
-            raise InputError(path, f"'{field}' must be an integer, got {value!r}", row=f"{key}[{i}]")
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or not _INT64_MIN <= value <= _INT64_MAX:
+            message = f"'{field}' must be an integer of at most 64 bits, got {_shown(value)}"
+            raise InputError(path, message, row=f"{key}[{i}]")
     return np.asarray(values, dtype=np.int64).reshape(-1)
+
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 def _float_matrix(values: list[Any], width: int, key: str, field: str, path: Path) -> np.ndarray:
     """Rows of ``width`` finite numbers; the first bad row is named."""
     out = np.empty((len(values), width), dtype=np.float64)
     for i, value in enumerate(values):
+        numbers = isinstance(value, list) and len(value) == width
+        if not numbers or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value):
+            raise InputError(path, f"'{field}' must be {width} numbers, got {_shown(value)}", row=f"{key}[{i}]")
         try:
-            row = np.asarray(value, dtype=np.float64)
-        except (TypeError, ValueError):
-            row = None
-        if row is None or row.shape != (width,):
-            raise InputError(path, f"'{field}' must be {width} numbers, got {value!r}", row=f"{key}[{i}]")
-        out[i] = row
+            out[i] = value
+        except OverflowError:  # an integer beyond a float
+            raise InputError(
+                path, f"'{field}' holds a number beyond a float: {_shown(value)}", row=f"{key}[{i}]"
+            ) from None
     bad = np.flatnonzero(~np.isfinite(out).all(axis=1))
     if bad.size:
         raise InputError(path, f"'{field}' holds NaN or infinity: {values[bad[0]]!r}", row=f"{key}[{bad[0]}]")
     return out
+
+
+def _finite(value: Any) -> bool:
+    """Whether a JSON value is a finite number (an integer too large for a float is not)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+def _shown(value: Any) -> str:
+    """A value for a message, cut to a readable length."""
+    text = repr(value)
+    return text if len(text) <= 200 else f"{text[:200]}…"
 
 
 def _first_duplicate(keys: pd.DataFrame) -> int | None:
@@ -206,8 +447,15 @@ def _first_duplicate(keys: pd.DataFrame) -> int | None:
 
 
 def _check_name(name: Any, path: Path, row: str) -> str:
-    if not isinstance(name, str) or not name or name in {".", ".."} or "/" in name or "\\" in name:
-        raise InputError(path, f"video name must be a plain file name, got {name!r}", row=row)
+    """A video name, which names files (``gt/<name>.txt``, ``<run>/<name>.txt``): a plain, visible file name."""
+    plain = isinstance(name, str) and 0 < len(name) <= MAX_NAME_LENGTH and not name.startswith(".")
+    if not plain or "/" in name or "\\" in name or any(ord(c) < 32 or ord(c) == 127 for c in name):
+        raise InputError(
+            path,
+            f"video name must be a plain file name (at most {MAX_NAME_LENGTH} characters, no '/', no control "
+            f"character, no leading '.'), got {_shown(name)}",
+            row=row,
+        )
     return name
 
 
@@ -216,10 +464,7 @@ def _read_videos(doc: dict[str, Any], path: Path) -> pd.DataFrame:
     videos = _records(doc, "videos", path)
     ids = _int_array(_field(videos, "videos", "id", path), "videos", "id", path)
     names = [_check_name(v, path, f"videos[{i}]") for i, v in enumerate(_field(videos, "videos", "name", path))]
-    fps = [
-        float(v) if isinstance(v, int | float) and not isinstance(v, bool) else np.nan
-        for v in _field(videos, "videos", "fps", path, default=None)
-    ]
+    fps = [float(v) if _finite(v) else np.nan for v in _field(videos, "videos", "fps", path, default=None)]
     for key, column in (("id", ids), ("name", names)):
         dup = _first_duplicate(pd.DataFrame({key: column}))
         if dup is not None:
@@ -243,8 +488,8 @@ def _read_images(doc: dict[str, Any], path: Path, videos: pd.DataFrame) -> pd.Da
             raise InputError(path, f"unknown video id {video_ids[i]}", row=f"images[{i}]")
         if frame_ids[i] < 0 or widths[i] <= 0 or heights[i] <= 0:
             raise InputError(path, "frame_id must be >= 0 and width, height > 0", row=f"images[{i}]")
-        if not isinstance(file_names[i], str) or not file_names[i]:
-            raise InputError(path, f"file_name must be a non-empty string, got {file_names[i]!r}", row=f"images[{i}]")
+        if (problem := relative_path_problem(file_names[i])) is not None:
+            raise InputError(path, f"file_name: {problem}", row=f"images[{i}]")
         extrinsics[i] = _extrinsics(extrinsics[i], path, f"images[{i}]")
     for label, keys in (
         ("image id", pd.DataFrame({"id": ids})),
@@ -272,9 +517,7 @@ def _extrinsics(value: Any, path: Path, row: str) -> list[float]:
     """A 4 x 4 world-to-camera matrix, row-major (16 numbers; 12 = 3 x 4 gets ``0 0 0 1``), or ``[]`` when absent."""
     if value is None or value == []:
         return []
-    if not isinstance(value, list) or not all(
-        isinstance(v, int | float) and not isinstance(v, bool) and np.isfinite(v) for v in value
-    ):
+    if not isinstance(value, list) or not all(_finite(v) for v in value):
         raise InputError(path, "extrinsics must be a list of finite numbers", row=row)
     if len(value) == CALIB_EXTRINSICS:
         value = [*value, 0.0, 0.0, 0.0, 1.0]
@@ -313,6 +556,7 @@ def _read_ground_truth(doc: dict[str, Any], path: Path, images: pd.DataFrame, vi
         (lambda: ~np.isin(video_ids, videos["video_id"]), lambda i: f"unknown video id {video_ids[i]}"),
         (lambda: ~np.isin(categories, category_ids), lambda i: f"unknown category id {categories[i]}"),
         (lambda: (boxes[:, 2] < 0) | (boxes[:, 3] < 0), lambda i: f"negative box size {boxes[i, 2:].tolist()}"),
+        (lambda: instances < 0, lambda i: f"instance_id {instances[i]} is negative (a person's id is >= 0)"),
         (
             lambda: images["video_id"].to_numpy()[positions] != video_ids,
             lambda i: f"video id {video_ids[i]} differs from its image's {images['video_id'].iloc[positions[i]]}",
@@ -382,8 +626,9 @@ def _image_time_stamps(values: list[Any], positions: np.ndarray, images: pd.Data
     for i, (value, pos) in enumerate(zip(values, positions.tolist(), strict=True)):
         if value is None or pos < 0:
             continue  # unknown images are reported by the checks that follow
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise InputError(path, f"time_stamp must be an integer >= 0, got {value!r}", row=f"annotations[{i}]")
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _INT64_MAX:
+            message = f"time_stamp must be an integer >= 0 of at most 64 bits, got {_shown(value)}"
+            raise InputError(path, message, row=f"annotations[{i}]")
         if stamps[pos] not in (-1, value):
             message = f"time_stamp {value} differs from {stamps[pos]} of another box in its image"
             raise InputError(path, message, row=f"annotations[{i}]")
@@ -442,10 +687,7 @@ def read_aria_calibration(path: str | os.PathLike[str], camera: str) -> tuple[li
     3 x 4 matrix stored column-major: the official reader reshapes them to 4 x 3 and transposes).
     """
     path = Path(path)
-    try:
-        lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(path, f"not a readable calibration file: {err}") from None
+    lines = [line.strip() for line in read_text(path).splitlines()]
     while lines and not lines[-1]:
         lines.pop()
     if len(lines) != 8:
@@ -455,7 +697,7 @@ def read_aria_calibration(path: str | os.PathLike[str], camera: str) -> tuple[li
         try:
             row = [float(v) for v in lines[lineno].split()]
         except ValueError:
-            raise InputError(path, f"not a number in {lines[lineno]!r}", row=lineno + 1) from None
+            raise InputError(path, f"not a number in {_shown(lines[lineno])}", row=lineno + 1) from None
         expected = CALIB_INTRINSICS if lineno % 2 == 0 else CALIB_EXTRINSICS
         if len(row) != expected or not np.isfinite(row).all():
             raise InputError(path, f"expected {expected} finite numbers, got {len(row)}", row=lineno + 1)
@@ -470,11 +712,14 @@ def read_aria_calibration(path: str | os.PathLike[str], camera: str) -> tuple[li
 def _validated_detections(df: pd.DataFrame, path: Path, row_of: Callable[[int], Any] | None = None) -> pd.DataFrame:
     """Check NaN, negative sizes, frames < 1 and half-given roots; name the offending row (``row_of(i)`` or the
     0-based index). Root columns absent from ``df`` are NaN."""
-    values = df[["frame", "x", "y", "w", "h", "score"]].to_numpy(dtype=np.float64)
-    if all(c in df.columns for c in ROOT_COLUMNS):
-        roots = df[ROOT_COLUMNS].to_numpy(dtype=np.float64)
-    else:
-        roots = np.full((len(df), 3), np.nan)
+    try:
+        values = df[["frame", "x", "y", "w", "h", "score"]].to_numpy(dtype=np.float64)
+        if all(c in df.columns for c in ROOT_COLUMNS):
+            roots = df[ROOT_COLUMNS].to_numpy(dtype=np.float64)
+        else:
+            roots = np.full((len(df), 3), np.nan)
+    except (TypeError, ValueError) as error:
+        raise InputError(path, f"frame, x, y, w, h, score and the roots must be numbers: {error}") from None
     known = np.isfinite(roots)
     for check, message in (
         (~np.isfinite(values).all(axis=1), "NaN or infinity in a detection"),
@@ -629,15 +874,7 @@ def read_det_txt(path: str | os.PathLike[str], sequence: str) -> pd.DataFrame:
     """MOTChallenge ``det.txt``: ``frame, id (-1), x, y, w, h, score[, wx, wy, wz]`` per line, frames 1-based; the
     world point ``wx, wy, wz`` (-1, -1, -1 for none, MOTChallenge's 2D convention) is the person's 3D root."""
     path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as error:
-        line = path.read_bytes()[: error.start].count(b"\n") + 1
-        raise InputError(
-            path, f"not UTF-8 text (byte {error.object[error.start]:#x}); save it as UTF-8", row=line
-        ) from None
-    except OSError as error:
-        raise InputError(path, f"cannot be read: {error.strerror}") from None
+    lines = read_text(path).splitlines()
     rows, values = [], []
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
@@ -649,7 +886,7 @@ def read_det_txt(path: str | os.PathLike[str], sequence: str) -> pd.DataFrame:
             row = [float(f) for f in fields[:7]]
             world = [float(f) for f in fields[7:10]] if len(fields) >= 10 else []
         except ValueError:
-            raise InputError(path, f"not a number in {line!r}", row=lineno) from None
+            raise InputError(path, f"not a number in {_shown(line)}", row=lineno) from None
         values.append(row + (world if world and world != [-1.0, -1.0, -1.0] else [np.nan] * 3))
         rows.append(lineno)
     arr = np.asarray(values, dtype=np.float64).reshape(-1, 10)
@@ -672,10 +909,7 @@ def read_detections_parquet(path: str | os.PathLike[str]) -> pd.DataFrame:
     """The project's own detections table (``DETECTION_COLUMNS``; the root columns may be left out), validated and in
     canonical order."""
     path = Path(path)
-    try:
-        df = pd.read_parquet(path)
-    except (OSError, ValueError) as err:
-        raise InputError(path, f"not a readable parquet file: {err}") from None
+    df = read_parquet(path)
     missing = [c for c in DETECTION_COLUMNS if c not in df.columns and c not in ROOT_COLUMNS]
     if missing:
         raise InputError(path, f"missing columns {missing}")

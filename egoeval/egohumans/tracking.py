@@ -11,7 +11,6 @@ read each frame's camera pose from fetch's images table. A fresh tracker per seq
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from tqdm import tqdm
 from egoeval.egohumans.egomotion import CameraPose, make_egomotion_tracker
 from egoeval.egohumans.formats import ROOT_COLUMNS, read_detections_parquet
 from egoeval.egohumans.world import make_world_tracker
-from egoeval.io import PARAMS_FILE, InputError, replaced_dir
+from egoeval.io import PARAMS_FILE, InputError, read_json, read_parquet, replaced_dir
 from egoeval.mot import write_mot
 
 MOT_COLUMNS = ["frame", "id", "x", "y", "w", "h", "conf"]
@@ -114,6 +113,8 @@ def track_sequence(
     ``cameras`` (frame -> camera pose) when it follows the known head rotation (``egomotion``).
     """
     tracker = make_tracker(name, settings)
+    if length == 0:  # a camera that never sees anyone: the download has no image of it, so no tracks
+        return pd.DataFrame({c: np.zeros(0, np.int64 if c in ("frame", "id") else np.float64) for c in MOT_COLUMNS})
     if uses_cameras(settings) and not cameras:
         raise InputError(
             PARAMS_FILE, f"egohumans.track.config.{name}: the {settings['tracker_type']} tracker needs camera poses"
@@ -152,6 +153,10 @@ def track_sequence(
     return df.sort_values(["frame", "id"]).reset_index(drop=True)
 
 
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 def track(
     name: str,
     detections_path: Path,
@@ -161,10 +166,14 @@ def track(
 ) -> int:
     """Track every sequence fetch listed; write one MOTChallenge file each. Returns the row count."""
     sequences_path = fetched / "sequences.json"
-    try:
-        sequences = json.loads(sequences_path.read_text(encoding="utf-8"))["sequences"]
-    except (OSError, json.JSONDecodeError, KeyError) as err:
-        raise InputError(sequences_path, f"not a readable sequences summary: {err}") from None
+    if not sequences_path.is_file():
+        raise InputError(sequences_path, "file not found (run the stages before this one)")
+    summary = read_json(sequences_path)
+    sequences = summary.get("sequences") if isinstance(summary, dict) else None
+    if not isinstance(sequences, list) or not all(
+        isinstance(s, dict) and isinstance(s.get("name"), str) and _count(s.get("length")) for s in sequences
+    ):
+        raise InputError(sequences_path, "not a sequences summary: 'sequences' must list each one's name and length")
     detections = read_detections_parquet(detections_path)
     unknown = sorted(set(detections["sequence"]) - {s["name"] for s in sequences})
     if unknown:
@@ -179,14 +188,10 @@ def track(
     if uses_cameras(settings):
         columns = ["sequence", "frame", "extrinsics", "calib_intrinsics", "camera_model"]
         images_path = fetched / "images.parquet"
-        try:
-            images = pd.read_parquet(images_path, columns=columns)
-        except (OSError, ValueError, KeyError) as error:
-            raise InputError(images_path, f"camera poses unreadable (fetch the calibration too): {error}") from None
-        cameras = camera_poses(images, images_path)
+        cameras = camera_poses(read_parquet(images_path, columns), images_path)
     frames: dict[str, dict[int, str]] = {}
     if uses_frames(settings):
-        images = pd.read_parquet(fetched / "images.parquet", columns=["sequence", "frame", "path"])
+        images = read_parquet(fetched / "images.parquet", ["sequence", "frame", "path"])
         for sequence, rows in images.groupby("sequence"):
             frames[str(sequence)] = dict(zip(rows["frame"].tolist(), rows["path"].tolist(), strict=True))
     by_sequence = dict(tuple(detections.groupby("sequence", sort=True)))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
-from egoeval.io import InputError
+from egoeval.io import InputError, data_file, read_parquet
 
 SETTINGS = ("blind", "pipeline", "video")  # what the model sees: options only, a scene description, frames
 SUBTASKS = ("action", "justification", "sensible")
@@ -88,9 +88,7 @@ def require_columns(frame: pd.DataFrame, columns: tuple[str, ...], path: Path) -
 
 def read_table(path: Path, columns: list[str]) -> pd.DataFrame:
     """A parquet table with at least ``columns`` and unique string ids."""
-    if not path.is_file():
-        raise InputError(path, "file not found (run the stages before this one)")
-    table = pd.read_parquet(path)
+    table = read_parquet(path)
     missing = [c for c in columns if c not in table.columns]
     if missing:
         raise InputError(path, f"missing columns {missing}")
@@ -109,6 +107,12 @@ def read_items(path: Path) -> pd.DataFrame:
             if len(options) != 5 or not all(isinstance(o, str) for o in options):
                 raise InputError(path, f"{column} must hold 5 strings", row=row.id)
     return items
+
+
+def is_jpeg(data: bytes) -> bool:
+    """Whether ``data`` starts as a JPEG does (SOI ``FF D8 FF``): what is sent as ``image/jpeg`` must be one (the
+    frames stage decodes each strip whole as it enters; this cheap check catches what changed since)."""
+    return data[:3] == b"\xff\xd8\xff"
 
 
 class Unavailable(Exception):
@@ -131,6 +135,11 @@ class FrameStore:
         if Path(image).name != image or image in {".", ".."}:
             raise Unavailable(f"frames unavailable: {image!r} is not a plain file name")
         try:
-            return (self.frames_dir / image).read_bytes()
+            data = data_file(self.frames_dir, image, self.frames_dir / "index.parquet", clip_id).read_bytes()
+        except InputError as error:
+            raise Unavailable(f"frames unavailable: {error}") from None
         except OSError as error:
             raise Unavailable(f"frames unavailable: cannot read {image}: {error.strerror}") from None
+        if not is_jpeg(data):
+            raise Unavailable(f"frames unavailable: {image} is not a JPEG")
+        return data

@@ -13,11 +13,11 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import cv2
 import pandas as pd
+from PIL import Image
 from tqdm import tqdm
 
-from egoeval.io import InputError, atomic_write_bytes
+from egoeval.io import InputError, atomic_write_bytes, data_file
 from egoeval.stage import die_with_parent
 from egoeval.video import encode_jpeg, frame_strip, read_sampled_frames
 
@@ -41,9 +41,11 @@ def _empty_row(clip_id: str) -> dict[str, Any]:
 def _from_video(clip_id: str, video: str, fetched_dir: Path, out_dir: Path, params: dict[str, Any]) -> dict[str, Any]:
     row = _empty_row(clip_id)
     try:
+        where = fetched_dir / "items.parquet"
         if not video:
-            raise InputError(f"{fetched_dir}/items.parquet", "clip has no context video (video_prev.mp4)", row=clip_id)
-        sampled = read_sampled_frames(fetched_dir / video, float(params["fps"]), int(params["frame_height"]))
+            raise InputError(where, "clip has no context video (video_prev.mp4)", row=clip_id)
+        source = data_file(fetched_dir, video, where, clip_id)
+        sampled = read_sampled_frames(source, float(params["fps"]), int(params["frame_height"]))
         strip = frame_strip(sampled.frames, int(params["frame_height"]), int(params["max_width"]))
         image = f"{clip_id}.jpg"
         atomic_write_bytes(out_dir / image, encode_jpeg(strip, int(params["jpeg_quality"])))
@@ -62,16 +64,34 @@ def _from_video(clip_id: str, video: str, fetched_dir: Path, out_dir: Path, para
 
 
 def _from_dataset(clip_id: str, strip: str, fetched_dir: Path, out_dir: Path) -> dict[str, Any]:
+    """The dataset's pinned strip, copied as it is once it is known to be a whole JPEG (it is sent as
+    ``image/jpeg``: a PNG named ``.jpg``, or a file cut short, fails its clip)."""
     row = _empty_row(clip_id)
-    source = fetched_dir / strip if strip else None
-    image = cv2.imread(str(source)) if source is not None and source.is_file() else None
-    if image is None:
-        what = "clip has no frames strip (frame_all_prev.jpg)" if not strip else f"{strip}: not a readable JPEG"
-        row["error"] = str(InputError(f"{fetched_dir}/items.parquet", what, row=clip_id))
+    where = fetched_dir / "items.parquet"
+    try:
+        if not strip:
+            raise InputError(where, "clip has no frames strip (frame_all_prev.jpg)", row=clip_id)
+        source = data_file(fetched_dir, strip, where, clip_id)
+        width, height = _whole_jpeg(source)
+    except InputError as error:
+        row["error"] = str(error)
         return row
     shutil.copyfile(source, out_dir / f"{clip_id}.jpg")
-    row.update(image=f"{clip_id}.jpg", width=int(image.shape[1]), height=int(image.shape[0]))
+    row.update(image=f"{clip_id}.jpg", width=width, height=height)
     return row
+
+
+def _whole_jpeg(path: Path) -> tuple[int, int]:
+    """(width, height) of a JPEG decoded to its last byte; InputError naming it when it is another format (a PNG
+    named ``.jpg``), cut short or unreadable."""
+    try:
+        with Image.open(path) as image:
+            if image.format != "JPEG":
+                raise InputError(path, f"not a JPEG but {image.format or 'another format'} data named .jpg")
+            image.load()  # raises on a file cut short (Pillow's LOAD_TRUNCATED_IMAGES is off)
+            return image.size
+    except (OSError, Image.DecompressionBombError) as error:
+        raise InputError(path, f"not a readable JPEG: {error}") from None
 
 
 def extract_frames(items: pd.DataFrame, fetched_dir: Path, out_dir: Path, params: dict[str, Any]) -> pd.DataFrame:

@@ -21,6 +21,7 @@ import pandas as pd
 
 from egoeval.egonormia.schema import DATASETS, PREV_STRIP, PREV_VIDEO, read_folder, select_split
 from egoeval.io import PARAMS_FILE, InputError
+from egoeval.stage import TransientFailure
 
 HF_DIR = Path(".egoeval-cache/huggingface")
 DOWNLOAD_THREADS = 8
@@ -40,15 +41,44 @@ def pinned_revision(revision: object) -> str:
 
 
 def _download(repo_id: str, revision: str, name: str, local_dir: Path, endpoint: str | None) -> bool:
-    """One file into ``local_dir``; False when the repository has no such file."""
-    from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import RemoteEntryNotFoundError
+    """One file into ``local_dir``; False when the repository has no such file. A hub that cannot answer now (5xx,
+    429, no connection) is a TransientFailure (exit 75), one that refuses the repository or revision an InputError
+    naming the param; each message names the address asked."""
+    from huggingface_hub import constants, hf_hub_download
+    from huggingface_hub.errors import (
+        HfHubHTTPError,
+        LocalEntryNotFoundError,
+        RemoteEntryNotFoundError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
 
+    address = f"{endpoint or constants.ENDPOINT}/datasets/{repo_id}/resolve/{revision}/{name}"
     try:
         hf_hub_download(repo_id, name, repo_type="dataset", revision=revision, local_dir=local_dir, endpoint=endpoint)
     except RemoteEntryNotFoundError:  # 404 from the hub; offline mode still raises
         return False
+    except RepositoryNotFoundError as error:  # also a gated or private repository
+        raise InputError(PARAMS_FILE, f"egonormia.fetch.hf_repo: {address}: {_first_line(error)}") from None
+    except RevisionNotFoundError as error:
+        raise InputError(PARAMS_FILE, f"egonormia.fetch.hf_revision: {address}: {_first_line(error)}") from None
+    except (LocalEntryNotFoundError, HfHubHTTPError) as error:  # no answer, or an error status (and no local copy)
+        if constants.HF_HUB_OFFLINE:
+            raise InputError(PARAMS_FILE, f"{address}: HF_HUB_OFFLINE is set and no local copy exists") from None
+        cause = error if isinstance(error, HfHubHTTPError) else error.__cause__
+        status = getattr(getattr(cause, "response", None), "status_code", None)
+        if status is not None and status < 500 and status != 429:
+            shown = _first_line(cause or error)
+            raise InputError(PARAMS_FILE, f"egonormia.fetch: {address} answered {status}: {shown}") from None
+        answer = f"answered {status}" if status is not None else "did not answer"
+        raise TransientFailure(f"{address}: the hub {answer} (after huggingface_hub's retries)") from None
+    except OSError as error:  # the connection dropped mid-file
+        raise TransientFailure(f"{address}: {error}") from None
     return True
+
+
+def _first_line(error: Exception) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
 
 
 def download_hf(

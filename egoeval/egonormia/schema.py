@@ -60,7 +60,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from egoeval.io import InputError, read_json, write_parquet
+from egoeval.io import InputError, data_file, data_roots, read_json, read_parquet, relative_path_problem, write_parquet
 
 N_OPTIONS = 5
 CATEGORIES = (
@@ -166,6 +166,8 @@ def _taxonomy(value: object, notes: Counter | None = None) -> tuple[list[list[st
             value = json.loads(value)
         except json.JSONDecodeError as exc:
             return None, f"taxonomy is not valid JSON ({exc.msg})"
+        except (ValueError, RecursionError) as exc:  # an integer beyond Python's limit, nesting beyond its stack
+            return None, f"taxonomy is not readable JSON ({type(exc).__name__})"
     if isinstance(value, Mapping):
         keys = {str(k) for k in value}
         extra = sorted(keys - {str(i) for i in range(N_OPTIONS)})
@@ -230,8 +232,8 @@ def _check_row(row: Mapping[str, Any], notes: Counter) -> tuple[dict[str, Any] |
         problems.append(f"verified must be true or false, got {verified!r}")
     for column in ("video", "strip"):
         media = row.get(column, "")
-        if not isinstance(media, str) or media.startswith("/") or ".." in Path(media).parts:
-            problems.append(f"{column} must be a relative path inside the folder, got {media!r}")
+        if media != "" and (problem := relative_path_problem(media)) is not None:
+            problems.append(f"{column}: {problem}")
     if problems:
         return None, problems
     return {
@@ -312,10 +314,7 @@ def read_official_json(path: str | Path, notes: Counter | None = None) -> pd.Dat
 
 def read_hf_parquet(path: str | Path, notes: Counter | None = None) -> pd.DataFrame:
     """Items from the Hugging Face dataset's parquet layout (``correct_idx``, ``sensible_idx``, ``description``)."""
-    try:
-        frame = pd.read_parquet(path)
-    except (OSError, pa.ArrowException) as exc:
-        raise InputError(path, f"not a readable parquet file: {exc}") from exc
+    frame = read_parquet(path)
     missing = [
         c for c in ("id", "behaviors", "justifications", "correct_idx", "sensible_idx", "description") if c not in frame
     ]
@@ -427,10 +426,42 @@ def find_strip(root: str | Path, clip_id: str) -> str | None:
     return name.as_posix() if (Path(root) / name).is_file() else None
 
 
-def media_files(root: str | Path, items: pd.DataFrame) -> list[str]:
-    """Every context video and frames strip of the items under the media ``root`` (names relative to it)."""
-    found = [find(root, clip_id) for clip_id in items["id"] for find in (find_video, find_strip)]
-    return sorted(name for name in found if name)
+def clip_media(
+    root: str | Path, items: pd.DataFrame, where: str | Path, roots: Sequence[Path] | None = None
+) -> dict[str, dict[str, str]]:
+    """Each clip's context video and frames strip under the media ``root``: ``{id: {"video": name, "strip": name}}``
+    (relative to the root, ``""`` where there is none), each inside ``roots`` with its symlinks followed (default
+    ``data_roots(root)``: the root, or a Hugging Face snapshot and its blob store); else InputError naming ``where``
+    (the items file) and the clip."""
+    roots = data_roots(root) if roots is None else tuple(roots)
+    media = {}
+    for clip_id in items["id"]:
+        found = {"video": find_video(root, clip_id) or "", "strip": find_strip(root, clip_id) or ""}
+        for name in filter(None, found.values()):
+            data_file(root, name, where, clip_id, roots)
+        media[clip_id] = found
+    return media
+
+
+def media_files(
+    root: str | Path, items: pd.DataFrame, where: str | Path | None = None, roots: Sequence[Path] | None = None
+) -> list[str]:
+    """Every context video and frames strip of the items under the media ``root`` (names relative to it), checked
+    as ``clip_media`` checks them."""
+    media = clip_media(root, items, root if where is None else where, roots)
+    return sorted(name for found in media.values() for name in found.values() if name)
+
+
+def datasets_in(folder: str | Path) -> list[str]:
+    """The datasets (``DATASETS`` keys) whose items ``folder`` holds; InputError when it holds none."""
+    found = [d for d, name in DATASETS.items() if d != "egonormia" and (Path(folder) / name).is_file()]
+    try:
+        items_file(folder, "egonormia")
+    except InputError:
+        if not found:
+            raise
+        return found
+    return ["egonormia", *found]
 
 
 def source_files(folder: str | Path, items: pd.DataFrame, dataset: str = "egonormia") -> list[str]:

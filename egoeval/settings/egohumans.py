@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
+from egoeval.io import relative_path_problem
 from egoeval.settings import Fraction, NonEmptyStr, NonNegativeInt, PositiveInt, Section, unique_list
 
 DetectionMode = Literal["gt", "official", "file", "yolo"]
@@ -44,7 +45,7 @@ class FetchSettings(Section):
     def _relative(self) -> FetchSettings:
         for key in ("annotation", "detections"):
             value = getattr(self, key)
-            if value is not None and (value.startswith("/") or ".." in value.split("/")):
+            if value is not None and relative_path_problem(value) is not None:
                 raise ValueError(f"{key} must be a path relative to the data root (path), got {value!r}")
         return self
 

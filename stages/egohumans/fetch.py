@@ -2,7 +2,8 @@
 
 The work is ``egoeval.egohumans.fetching`` (what is read, checked and written is described there).
 ``python -m stages.egohumans.fetch --write-manifest ROOT`` pins the files the annotation references (frames,
-calibration, detections) in parallel, using params.yaml's annotation, modality and detections.
+calibration, detections) in parallel, using params.yaml's annotation, modality and detections (pinned when there,
+whatever egohumans.detect.modes).
 """
 
 from __future__ import annotations
@@ -25,12 +26,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def body() -> None:
-        params = load_settings().egohumans.fetch.model_dump()
+        settings = load_settings().egohumans
+        params, modes = settings.fetch.model_dump(), settings.detect.modes
         if args.write_manifest is not None:
-            names = write_root_manifest(args.write_manifest, params, args.manifest)
+            names = write_root_manifest(args.write_manifest, params, modes, args.manifest)
             print(f"pinned {len(names)} files under {args.write_manifest}", file=sys.stderr)
             return
-        summary = fetch(params, OUT_DIR)
+        summary = fetch(params, OUT_DIR, modes)
         found = [kind for kind, name in summary["detections"].items() if name]
         print(f"fetched {len(summary['sequences'])} sequences (detections: {found or 'none'}) to {OUT_DIR}")
 

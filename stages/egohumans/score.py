@@ -22,7 +22,7 @@ import pandas as pd
 
 from egoeval.egohumans.artifacts import GT_DIR, HEAD_SPEED_PLOT, IMAGES, METRICS_FILE, SEQUENCES_PLOT, TRACKS
 from egoeval.egohumans.head_speed import head_speed_table, head_speeds
-from egoeval.io import InputError, json_bytes, outputs_together
+from egoeval.io import InputError, json_bytes, outputs_together, read_parquet
 from egoeval.metrics import score_protocol
 from egoeval.mot import read_mot, read_mot_folder
 from egoeval.settings import load_settings
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
             gt, tracks = read_runs(GT_DIR, TRACKS_DIR, runs)
             protocol, iou = params.score.protocol, params.score.iou_threshold
             results = {run: score_protocol(gt, pred, protocol, iou_threshold=iou) for run, pred in tracks.items()}
-            speeds = head_speeds(pd.read_parquet(IMAGES, columns=["sequence", "frame", "extrinsics"]))
+            speeds = head_speeds(read_parquet(IMAGES, ["sequence", "frame", "extrinsics"]))
             by_speed = head_speed_table(gt, tracks, speeds, protocol, iou)
             outputs.write(METRICS, json_bytes(results))
             outputs.write(PLOT, _csv(sequence_table(results)))

@@ -22,8 +22,12 @@ Output: ``items.parquet`` (the schema's columns, sorted by id), ``videos/<id>.mp
 context video keeps its row with ``video == ""`` (the frames stage records the failure); ``strip == ""`` the
 same. Rows read leniently (as the official code reads them) are counted in the log.
 
-``python -m stages.egonormia.fetch --write-manifest FOLDER [--media PATH] [--dataset NAME] [--manifest PATH]``
-pins a local folder: a manifest (default ``FOLDER/manifest.sha256``) of its items file and every clip's media.
+``python -m stages.egonormia.fetch --write-manifest FOLDER [--media PATH] [--manifest PATH]`` pins a local folder
+for any dataset and split: a manifest (default ``FOLDER/manifest.sha256``) of every items file there
+(``final_data.json``, ``ood_robot.json``, ``verified_split.json``) and every clip's media.
+
+Every media path, symlinks followed, must lie in ``path`` or ``media_path`` (a Hugging Face snapshot's blob store
+counts as part of it); anything else stops the stage naming the items file and the clip.
 """
 
 from __future__ import annotations
@@ -41,9 +45,10 @@ from tqdm import tqdm
 from egoeval.egonormia.artifacts import FETCHED
 from egoeval.egonormia.hub import download_hf
 from egoeval.egonormia.schema import (
-    find_strip,
-    find_video,
+    clip_media,
+    datasets_in,
     item_files,
+    items_file,
     media_files,
     read_folder,
     select_split,
@@ -53,6 +58,8 @@ from egoeval.io import (
     PARAMS_FILE,
     InputError,
     atomic_write_text,
+    data_file,
+    data_roots,
     replaced_dir,
     sha256_file,
     verify_manifest,
@@ -94,35 +101,43 @@ def fetch(params: dict[str, Any], out_dir: str | Path) -> pd.DataFrame:
         manifest = Path(params["manifest"])
         _check_pinned(manifest, folder, item_files(folder, dataset))
         items = select_split(read_folder(folder, dataset, notes), params["split"], folder)
-        _check_pinned(manifest, media, media_files(media, items))
+    where = folder / items_file(folder, dataset)
+    roots = (*data_roots(folder), *data_roots(media))  # a folder may link into the other (the params name both)
+    media_of = clip_media(media, items, where, roots)
+    if params["source"] != "huggingface":
+        _check_pinned(manifest, media, sorted(n for found in media_of.values() for n in found.values() if n))
     _log_notes(notes, folder)
     with replaced_dir(out_dir) as work:
         for sub in ("videos", "strips"):
             (work / sub).mkdir()
         copied: dict[str, list[str]] = {"video": [], "strip": []}
         for clip_id in tqdm(items["id"], desc="fetch media", unit="clip", file=sys.stderr):
-            for column, find, target in (
-                ("video", find_video, Path("videos") / f"{clip_id}.mp4"),
-                ("strip", find_strip, Path("strips") / f"{clip_id}.jpg"),
-            ):
-                source = find(media, clip_id)
-                if source is not None:
-                    shutil.copyfile(media / source, work / target)
-                copied[column].append(target.as_posix() if source is not None else "")
+            targets = {"video": Path("videos") / f"{clip_id}.mp4", "strip": Path("strips") / f"{clip_id}.jpg"}
+            for column, target in targets.items():
+                source = media_of[clip_id][column]
+                if source:
+                    shutil.copyfile(data_file(media, source, where, clip_id, roots), work / target)
+                copied[column].append(target.as_posix() if source else "")
         items["video"], items["strip"] = copied["video"], copied["strip"]
         write_items(items, work / "items.parquet")
     return items
 
 
 def write_folder_manifest(
-    folder: str | Path, manifest: str | Path | None = None, media: str | Path | None = None, dataset: str = "egonormia"
+    folder: str | Path, manifest: str | Path | None = None, media: str | Path | None = None
 ) -> list[str]:
-    """Pin the items file (relative to ``folder``) and every clip's media (relative to ``media``); return the names."""
+    """Pin what any dataset and split of ``folder`` needs: every items file there (``final_data.json``,
+    ``ood_robot.json``, the verified split; relative to ``folder``) and every clip's media (relative to ``media``);
+    return the names."""
     folder = Path(folder)
     media = Path(media) if media else folder
-    items = read_folder(folder, dataset)
-    pinned = [(folder, name) for name in item_files(folder, dataset)]
-    pinned += [(media, name) for name in media_files(media, items)]
+    roots = (*data_roots(folder), *data_roots(media))
+    pinned: set[tuple[Path, str]] = set()
+    for dataset in datasets_in(folder):
+        items = read_folder(folder, dataset)
+        where = folder / items_file(folder, dataset)
+        pinned |= {(folder, name) for name in item_files(folder, dataset)}
+        pinned |= {(media, name) for name in media_files(media, items, where, roots)}
     lines = sorted(f"{sha256_file(root / name)}  {name}" for root, name in pinned)
     atomic_write_text(manifest or folder / "manifest.sha256", "\n".join(lines) + "\n")
     return sorted(name for _, name in pinned)
@@ -135,12 +150,11 @@ def main(argv: list[str] | None = None) -> int:
         "--manifest", type=Path, help="manifest path for --write-manifest (default FOLDER/manifest.sha256)"
     )
     parser.add_argument("--media", type=Path, help="with --write-manifest: the media folder (default FOLDER)")
-    parser.add_argument("--dataset", default="egonormia", help="with --write-manifest: egonormia or ood_robot")
     args = parser.parse_args(argv)
 
     def body() -> None:
         if args.write_manifest is not None:
-            names = write_folder_manifest(args.write_manifest, args.manifest, args.media, args.dataset)
+            names = write_folder_manifest(args.write_manifest, args.manifest, args.media)
             print(f"pinned {len(names)} files of {args.write_manifest}", file=sys.stderr)
             return
         items = fetch(load_settings().egonormia.fetch.model_dump(), FETCHED)

@@ -53,7 +53,7 @@ from egoeval.egonormia.artifacts import (
     results_key,
 )
 from egoeval.egonormia.scoring import CALL_FAILED, PARSE_FAILED, official_excluded
-from egoeval.io import PARAMS_FILE, InputError, json_bytes, outputs_together, parquet_bytes
+from egoeval.io import PARAMS_FILE, InputError, json_bytes, outputs_together, parquet_bytes, read_parquet
 from egoeval.stage import run_stage
 
 ITEM_COLUMNS = ("id", "behaviors", "justifications", "correct_idx", "sensible_idx")
@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
             items = read_table(ITEMS, list(ITEM_COLUMNS))
             if not RESPONSES.is_file():
                 raise InputError(RESPONSES, "file not found (run the infer stage first)")
-            predictions = parse_responses(items, pd.read_parquet(RESPONSES))
+            predictions = parse_responses(items, read_parquet(RESPONSES))
             outputs.write(PREDICTIONS, parquet_bytes(predictions, PREDICTION_SCHEMA))
             outputs.write(EVAL_JSON, json_bytes(eval_json(items, predictions)))
         for subtask in SUBTASKS:

@@ -40,7 +40,7 @@ from egoeval.egonormia.scoring import (
     outcomes,
     summarize,
 )
-from egoeval.io import InputError, json_bytes, outputs_together
+from egoeval.io import InputError, json_bytes, outputs_together, read_parquet
 from egoeval.settings import load_settings
 from egoeval.stage import run_stage
 
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
             if not PREDICTIONS.is_file():
                 raise InputError(PREDICTIONS, "file not found (run the parse stage first)")
             params = load_settings().egonormia.score.model_dump()
-            metrics, categories = score(items, pd.read_parquet(PREDICTIONS), params)
+            metrics, categories = score(items, read_parquet(PREDICTIONS), params)
             outputs.write(METRICS_FILE, json_bytes(metrics))
             outputs.write(CATEGORIES_FILE, categories.to_csv(index=False, lineterminator="\n").encode())
 

@@ -111,7 +111,7 @@ READERS = {
 CHILD = """
 import json, resource, sys, time
 {imports}
-from egoeval.io import InputError
+from egoeval.errors import InputError
 imports_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 start = time.perf_counter()
 try:

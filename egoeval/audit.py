@@ -38,7 +38,8 @@ import yaml
 from egoeval.cache import CACHE_DIR_ENV, CACHE_FILE, CACHE_ONLY_ENV, ResponseCache, cache_file
 from egoeval.egohumans.artifacts import GT_DIR
 from egoeval.egonormia.artifacts import DESCRIPTIONS, EVAL_JSON, RESPONSES
-from egoeval.io import InputError, flatten_dotted
+from egoeval.errors import InputError
+from egoeval.io import flatten_dotted
 from egoeval.pipeline import (
     StageInfo,
     benchmark_metrics,

@@ -7,7 +7,7 @@ import os
 import signal
 import sys
 
-from egoeval.stage import os_error_exit
+from egoeval.errors import os_error_exit
 
 # subcommand -> (module, function, one-line help); function(argv: list[str]) -> int
 COMMANDS: dict[str, tuple[str, str, str]] = {

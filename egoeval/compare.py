@@ -14,7 +14,8 @@ import importlib
 import sys
 from pathlib import Path
 
-from egoeval.io import PARAMS_FILE, InputError, read_json
+from egoeval.errors import InputError
+from egoeval.io import PARAMS_FILE, read_json
 from egoeval.settings import load_settings
 
 HANDLERS = {"egohumans": "egoeval.egohumans.published", "egonormia": "egoeval.egonormia.published"}

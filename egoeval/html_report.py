@@ -52,16 +52,8 @@ from egoeval.egonormia.artifacts import (
     require_columns,
 )
 from egoeval.egonormia.published import load_published, select_table, source_of
-from egoeval.io import (
-    InputError,
-    atomic_write_text,
-    check_output,
-    data_roots,
-    inside,
-    read_bounded,
-    read_json,
-    read_parquet,
-)
+from egoeval.errors import InputError
+from egoeval.io import atomic_write_text, check_output, data_roots, inside, read_bounded, read_json, read_parquet
 from egoeval.mot import read_mot, read_mot_folder
 from egoeval.settings import load_settings
 from egoeval.stage import run_stage

@@ -24,6 +24,8 @@ from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from egoeval.errors import InputError
+
 if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
@@ -39,16 +41,6 @@ MAX_ELEMENTS = 100_000_000  # values in one pickle, an array counting its size, 
 MAX_LINE_BYTES = 1 << 16  # one line of a text format (MOTChallenge, det.txt, calibration, manifest)
 _UMASK = os.umask(0)
 os.umask(_UMASK)
-
-
-class InputError(ValueError):
-    """Bad input: the message names the file (and the row, where there is one)."""
-
-    def __init__(self, path: str | os.PathLike[str], message: str, row: object | None = None) -> None:
-        where = f"{path}" if row is None else f"{path}, row {row}"
-        super().__init__(f"{where}: {message}")
-        self.path = str(path)
-        self.row = row
 
 
 def flatten_dotted(obj: Any, prefix: str = "") -> dict[str, Any]:

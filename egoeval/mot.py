@@ -19,7 +19,8 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from egoeval.io import MAX_LINE_BYTES, InputError, atomic_write_text, long_line, read_bounded, read_text
+from egoeval.errors import InputError
+from egoeval.io import MAX_LINE_BYTES, atomic_write_text, long_line, read_bounded, read_text
 
 COLUMNS = ["frame", "id", "x", "y", "w", "h", "conf"]
 MIN_FIELDS, MAX_FIELDS = 6, 10

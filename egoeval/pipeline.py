@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from egoeval.io import InputError
+from egoeval.errors import InputError
 
 PACKAGES = ("egoeval", "stages", "flows")  # the project's own code; anything else is an installed package
 ROLES = ("input", "compute")

@@ -10,7 +10,6 @@ Worker processes it started die with it (``die_with_parent``), even when it is k
 
 from __future__ import annotations
 
-import errno
 import os
 import signal
 import sys
@@ -20,21 +19,16 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from egoeval.io import PARAMS_FILE, InputError, recover_outputs
-
-EXIT_OK = 0
-EXIT_BAD_INPUT = 2  # retrying cannot help: fix the named file, row, param or endpoint
-EXIT_TRANSIENT = 75  # EX_TEMPFAIL: a retry may succeed (network, rate limits, 5xx, a full disk)
-
-FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}  # no room for a write: a retry after freeing space can succeed
-
-
-class TransientFailure(RuntimeError):
-    """A stage failed for reasons a later retry may not meet (e.g. too many model calls failed transiently)."""
-
-
-class PermanentFailure(RuntimeError):
-    """A stage failed in a way no retry can mend (a wrong key, URL or endpoint); the message says what to fix."""
+from egoeval.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_OK,
+    EXIT_TRANSIENT,
+    InputError,
+    PermanentFailure,
+    TransientFailure,
+    os_error_exit,
+)
+from egoeval.io import PARAMS_FILE, recover_outputs
 
 
 class Interrupted(BaseException):
@@ -55,17 +49,6 @@ def command_env(**extra: str) -> dict[str, str]:
     env = {**os.environ, **extra}
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     return env
-
-
-def os_error_exit(error: OSError) -> tuple[int, str]:
-    """(exit code, one-line message) for an OSError: no room to write is transient (75), anything else is bad input
-    (2: a permission, a read-only disk, a folder where a file should be)."""
-    where = f"{error.filename}: " if error.filename else ""
-    reason = error.strerror or str(error)
-    if error.errno in FULL:
-        room = "raise the file size limit (ulimit -f)" if error.errno == errno.EFBIG else "free space on the disk"
-        return EXIT_TRANSIENT, f"transient failure: {where}{reason}: {room} and run again"
-    return EXIT_BAD_INPUT, f"bad input: {where}{reason}"
 
 
 def _interrupt(signum: int, frame: object) -> None:

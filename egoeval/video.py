@@ -15,7 +15,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from egoeval.io import InputError
+from egoeval.errors import InputError
 
 MIN_FPS, MAX_FPS = 1.0, 240.0
 

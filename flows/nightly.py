@@ -18,7 +18,8 @@ from pathlib import Path
 from prefect.schedules import Cron
 from prefect.settings import PREFECT_API_URL
 
-from egoeval.io import InputError, json_bytes, outputs_together
+from egoeval.errors import InputError
+from egoeval.io import json_bytes, outputs_together
 from egoeval.pipeline import lock_snapshot, pipeline_stages, stage_state
 from egoeval.settings import FlowsSettings
 from egoeval.stage import Interrupted, signals_interrupt

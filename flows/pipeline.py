@@ -36,7 +36,8 @@ from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed, Failed, State
 from prefect.tasks import exponential_backoff
 
-from egoeval.io import InputError, atomic_write_text
+from egoeval.errors import EXIT_BAD_INPUT, EXIT_TRANSIENT, InputError, TransientFailure
+from egoeval.io import atomic_write_text
 from egoeval.pipeline import (
     StageInfo,
     benchmark_metrics,
@@ -48,7 +49,7 @@ from egoeval.pipeline import (
 )
 from egoeval.reported import load_json
 from egoeval.settings import FlowsSettings
-from egoeval.stage import EXIT_BAD_INPUT, EXIT_TRANSIENT, TransientFailure, command_env
+from egoeval.stage import command_env
 from flows.config import REPORT_ARTIFACT_KEY, REPORT_FILE, baseline_lock, flow_settings
 from flows.report import build_report
 

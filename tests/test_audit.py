@@ -15,7 +15,7 @@ import yaml
 from conftest import tool_env
 
 from egoeval.audit import Findings, compare_eval_json, compare_tracks, main, read_report
-from egoeval.io import InputError
+from egoeval.errors import InputError
 from egoeval.pipeline import pinned_output
 
 RUN = "bytetrack-file"  # a tracking run of the bundled sample

@@ -36,7 +36,7 @@ from egoeval.backends import (
 from egoeval.backends.client import FIRST_CALLS, ModelClient
 from egoeval.backends.openai import OpenAIBackend, _Answer, parse_retry_after, reply_byte_limit
 from egoeval.cache import ResponseCache
-from egoeval.io import InputError
+from egoeval.errors import InputError
 from egoeval.limiter import AdaptiveLimiter, Outcome, RetriesExhausted, call_with_retries
 from egoeval.openai_server import Fault, OpenAIServer, Served, last_user_text
 

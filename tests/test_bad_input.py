@@ -21,7 +21,7 @@ from egoeval.egohumans.formats import read_det_txt, read_tracking_annotation
 from egoeval.egonormia.artifacts import read_items
 from egoeval.egonormia.inference import run_inference
 from egoeval.egonormia.schema import read_official_json
-from egoeval.io import InputError
+from egoeval.errors import InputError
 from egoeval.mot import read_mot
 from egoeval.stage import command_env
 from stages.egonormia import infer as infer_stage

@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from egoeval.egohumans.formats import load_pickle
-from egoeval.io import MAX_DEPTH, InputError, data_file, data_roots, json_depth, read_json, read_text
+from egoeval.errors import InputError
+from egoeval.io import MAX_DEPTH, data_file, data_roots, json_depth, read_json, read_text
 
 JSON_VALUES = st.recursive(
     st.none()

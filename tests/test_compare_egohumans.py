@@ -13,7 +13,7 @@ import yaml
 from conftest import REPO, write_params
 
 from egoeval.egohumans.published import read_published
-from egoeval.io import InputError
+from egoeval.errors import InputError
 
 EGOEVAL = str(Path(sys.executable).with_name("egoeval"))
 METRICS = {

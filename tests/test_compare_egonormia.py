@@ -19,7 +19,8 @@ from egoeval.egonormia.published import (
     setting_of,
 )
 from egoeval.egonormia.scoring import score_official
-from egoeval.io import InputError, sha256_file
+from egoeval.errors import InputError
+from egoeval.io import sha256_file
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data"

@@ -24,7 +24,8 @@ from egoeval.egohumans.formats import (
     read_detections_parquet,
     read_tracking_annotation,
 )
-from egoeval.io import InputError, write_parquet
+from egoeval.errors import InputError
+from egoeval.io import write_parquet
 
 
 class _Touch:

@@ -26,7 +26,8 @@ from egoeval.egohumans.formats import (
     read_detections_parquet,
     read_tracking_annotation,
 )
-from egoeval.io import InputError, verify_manifest
+from egoeval.errors import InputError
+from egoeval.io import verify_manifest
 from egoeval.mot import read_mot, write_mot
 from stages.egohumans import detect, fetch, sample, score, track
 

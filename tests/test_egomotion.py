@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from egoeval.egohumans.egomotion import CameraModel, CameraPose, camera_motion
 from egoeval.egohumans.tracking import camera_poses, track_sequence
-from egoeval.io import InputError
+from egoeval.errors import InputError
 from egoeval.settings.egohumans import packaged_trackers
 
 

@@ -28,7 +28,8 @@ from egoeval.egonormia.schema import (
     validate_items,
     write_items,
 )
-from egoeval.io import InputError, read_manifest, write_manifest
+from egoeval.errors import InputError
+from egoeval.io import read_manifest, write_manifest
 from egoeval.settings import load_settings
 from stages.egonormia.fetch import fetch, write_folder_manifest
 from stages.egonormia.sample import render_sample
@@ -460,7 +461,7 @@ def test_cli_fetch_and_write_manifest(tmp_path: Path) -> None:
 def test_cli_refuses_unpinned_revision_offline(tmp_path: Path) -> None:
     params = {**local_params(Path("nowhere")), "source": "huggingface", "hf_revision": "main"}
     done = _run_cli(tmp_path, params)
-    assert done.returncode == 2  # bad input: egoeval.stage.EXIT_BAD_INPUT, never retried
+    assert done.returncode == 2  # bad input: egoeval.errors.EXIT_BAD_INPUT, never retried
     assert "egonormia.fetch.hf_revision = 'main'" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / ".egoeval-cache").exists() and not (tmp_path / "data").exists()
 

@@ -28,7 +28,8 @@ from conftest import write_test_video
 from egoeval.egonormia.frames import extract_frames
 from egoeval.egonormia.hub import download_hf
 from egoeval.egonormia.schema import SHIPPED_SPLIT, verified_ids
-from egoeval.io import InputError, sha256_file
+from egoeval.errors import InputError
+from egoeval.io import sha256_file
 from stages.egonormia.fetch import fetch, write_folder_manifest
 
 REPO = Path(__file__).resolve().parents[1]

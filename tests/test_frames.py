@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from egoeval.egonormia.frames import extract_frames
-from egoeval.io import InputError
+from egoeval.errors import InputError
 from egoeval.video import decode_all_frames, read_sampled_frames, sample_indices
 
 PARAMS = {"source": "video", "fps": 1, "frame_height": 48, "max_width": 4096, "jpeg_quality": 90, "workers": 1}

@@ -12,7 +12,8 @@ import pytest
 import yaml
 from conftest import EGOEVAL, REPO, dvc, tool_env
 
-from egoeval.settings import ParamsError, load_settings, validate_params
+from egoeval.errors import ParamsError
+from egoeval.settings import load_settings, validate_params
 
 BASE = yaml.safe_load((REPO / "params.yaml").read_text())
 

@@ -13,8 +13,8 @@ import yaml
 
 from egoeval.egohumans import fetching
 from egoeval.egohumans.tracking import track, track_sequence
-from egoeval.io import InputError
-from egoeval.settings import ParamsError, validate_params
+from egoeval.errors import InputError, ParamsError
+from egoeval.settings import validate_params
 from egoeval.settings.egohumans import packaged_trackers
 from stages.egohumans import sample
 

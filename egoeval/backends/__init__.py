@@ -26,7 +26,8 @@ from egoeval.backends.base import (
 from egoeval.backends.chance import ChanceBackend
 from egoeval.backends.minilm import MiniLMBackend
 from egoeval.backends.openai import OpenAIBackend
-from egoeval.io import PARAMS_FILE, InputError
+from egoeval.errors import InputError
+from egoeval.io import PARAMS_FILE
 
 BACKENDS: dict[str, type[Backend]] = {
     "openai": OpenAIBackend,

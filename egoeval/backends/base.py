@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar
 
-from egoeval.stage import PermanentFailure, TransientFailure
+from egoeval.errors import PermanentFailure, TransientFailure
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,8 @@ from egoeval.backends.base import (
     TransientError,
     redact,
 )
-from egoeval.io import PARAMS_FILE, InputError
+from egoeval.errors import InputError
+from egoeval.io import PARAMS_FILE
 
 OVERLOAD_STATUS = {429, 503, 529}  # the server says: slow down
 RETRY_STATUS = {408, 409, 425, 500, 502, 504} | OVERLOAD_STATUS

@@ -31,7 +31,8 @@ from egoeval.egohumans.formats import (
     read_detections_parquet,
     sort_detections,
 )
-from egoeval.io import PARAMS_FILE, InputError, read_json, read_parquet, write_parquet
+from egoeval.errors import InputError
+from egoeval.io import PARAMS_FILE, read_json, read_parquet, write_parquet
 from egoeval.mot import read_mot
 
 OUT_DIR = DETECTIONS

@@ -45,9 +45,9 @@ from egoeval.egohumans.formats import (
     read_tracking_annotation,
     sort_detections,
 )
+from egoeval.errors import InputError
 from egoeval.io import (
     PARAMS_FILE,
-    InputError,
     data_file,
     data_roots,
     inside,

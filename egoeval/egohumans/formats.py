@@ -1,6 +1,6 @@
 """EgoHumans inputs: the COCO-video tracking annotation, Aria calibration, detections (pickle, det.txt, parquet).
 
-Everything is validated on the way in; a bad value raises :class:`~egoeval.io.InputError` naming the file and the
+Everything is validated on the way in; a bad value raises :class:`~egoeval.errors.InputError` naming the file and the
 row (``annotations[12]``, ``images[3]``, a 1-based line of a text file, a 0-based parquet row, an image path).
 
 Ground truth follows the EgoHumans/mmtracking reading of the annotation (:func:`dataset_keeps`): a box with no
@@ -35,16 +35,8 @@ from typing import Any, ClassVar, NoReturn
 import numpy as np
 import pandas as pd
 
-from egoeval.io import (
-    MAX_DEPTH,
-    MAX_ELEMENTS,
-    InputError,
-    read_bounded,
-    read_json,
-    read_parquet,
-    read_text,
-    relative_path_problem,
-)
+from egoeval.errors import InputError
+from egoeval.io import MAX_DEPTH, MAX_ELEMENTS, read_bounded, read_json, read_parquet, read_text, relative_path_problem
 
 GT_COLUMNS = ["frame", "id", "x", "y", "w", "h", "conf"]
 # a person's 3D root (pelvis) in world coordinates, metres, where the detections carry one (the official pickle's

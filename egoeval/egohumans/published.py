@@ -15,7 +15,8 @@ from typing import Any
 
 import yaml
 
-from egoeval.io import PARAMS_FILE, InputError
+from egoeval.errors import InputError
+from egoeval.io import PARAMS_FILE
 from egoeval.reported import Difference, Metric, flatten_metrics
 
 FIELDS = ("IDF1", "MOTA", "MOTP", "FP", "FN", "IDSW")

@@ -23,7 +23,8 @@ from tqdm import tqdm
 from egoeval.egohumans.egomotion import CameraPose, make_egomotion_tracker
 from egoeval.egohumans.formats import ROOT_COLUMNS, read_detections_parquet
 from egoeval.egohumans.world import make_world_tracker
-from egoeval.io import PARAMS_FILE, InputError, read_json, read_parquet, replaced_dir
+from egoeval.errors import InputError
+from egoeval.io import PARAMS_FILE, read_json, read_parquet, replaced_dir
 from egoeval.mot import write_mot
 
 MOT_COLUMNS = ["frame", "id", "x", "y", "w", "h", "conf"]

@@ -10,7 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
-from egoeval.io import InputError, data_file, read_parquet
+from egoeval.errors import InputError
+from egoeval.io import data_file, read_parquet
 
 SETTINGS = ("blind", "pipeline", "video")  # what the model sees: options only, a scene description, frames
 SUBTASKS = ("action", "justification", "sensible")

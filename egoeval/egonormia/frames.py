@@ -17,7 +17,8 @@ import pandas as pd
 from PIL import Image
 from tqdm import tqdm
 
-from egoeval.io import InputError, atomic_write_bytes, data_file
+from egoeval.errors import InputError
+from egoeval.io import atomic_write_bytes, data_file
 from egoeval.stage import die_with_parent
 from egoeval.video import encode_jpeg, frame_strip, read_sampled_frames
 

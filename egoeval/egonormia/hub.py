@@ -20,8 +20,8 @@ from typing import Any
 import pandas as pd
 
 from egoeval.egonormia.schema import DATASETS, PREV_STRIP, PREV_VIDEO, read_folder, select_split
-from egoeval.io import PARAMS_FILE, InputError
-from egoeval.stage import TransientFailure
+from egoeval.errors import InputError, TransientFailure
+from egoeval.io import PARAMS_FILE
 
 HF_DIR = Path(".egoeval-cache/huggingface")
 DOWNLOAD_THREADS = 8

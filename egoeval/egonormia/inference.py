@@ -52,9 +52,9 @@ from egoeval.egonormia.prompts import (
     permutation,
     sensible_request,
 )
-from egoeval.io import PARAMS_FILE, InputError
+from egoeval.errors import InputError, TransientFailure
+from egoeval.io import PARAMS_FILE
 from egoeval.settings import load_settings
-from egoeval.stage import TransientFailure
 
 
 @dataclass(frozen=True)

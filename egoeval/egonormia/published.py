@@ -37,7 +37,8 @@ from typing import Any
 
 from egoeval.egonormia.artifacts import setting_of
 from egoeval.egonormia.scoring import score_official
-from egoeval.io import InputError, write_json
+from egoeval.errors import InputError
+from egoeval.io import write_json
 from egoeval.reported import Difference, Metric
 
 PUBLISHED_FILE = Path(__file__).parent / "data" / "published.json"

@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 from egoeval.egonormia.scoring import METRICS, OfficialFormatError, score_official
-from egoeval.io import InputError, check_output, read_json, write_json
+from egoeval.errors import InputError
+from egoeval.io import check_output, read_json, write_json
 
 
 def format_table(models: dict[str, dict[str, float | int | None]]) -> str:

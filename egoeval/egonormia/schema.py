@@ -60,7 +60,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from egoeval.io import InputError, data_file, data_roots, read_json, read_parquet, relative_path_problem, write_parquet
+from egoeval.errors import InputError
+from egoeval.io import data_file, data_roots, read_json, read_parquet, relative_path_problem, write_parquet
 
 N_OPTIONS = 5
 CATEGORIES = (

@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 
 from egoeval.egohumans.formats import dataset_keeps
-from egoeval.io import InputError, check_output, write_json
+from egoeval.errors import InputError
+from egoeval.io import check_output, write_json
 from egoeval.metrics import PROTOCOLS, score_protocol
 from egoeval.mot import SeqInfo, read_mot, read_mot_folder, read_seqinfo
 

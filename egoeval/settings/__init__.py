@@ -24,14 +24,11 @@ from zoneinfo import available_timezones
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from egoeval.io import PARAMS_FILE, InputError
+from egoeval.errors import ParamsError
+from egoeval.io import PARAMS_FILE
 
 TRACE_ENV = "EGOEVAL_PARAMS_TRACE"
 _read_keys: set[str] | None = set() if os.environ.get(TRACE_ENV) else None
-
-
-class ParamsError(InputError):
-    """params.yaml is invalid; the message lists every bad key (exit 2: nothing runs)."""
 
 
 def _fraction(value: float) -> float:

@@ -22,7 +22,8 @@ import pandas as pd
 
 from egoeval.egohumans.artifacts import GT_DIR, HEAD_SPEED_PLOT, IMAGES, METRICS_FILE, SEQUENCES_PLOT, TRACKS
 from egoeval.egohumans.head_speed import head_speed_table, head_speeds
-from egoeval.io import InputError, json_bytes, outputs_together, read_parquet
+from egoeval.errors import InputError
+from egoeval.io import json_bytes, outputs_together, read_parquet
 from egoeval.metrics import score_protocol
 from egoeval.mot import read_mot, read_mot_folder
 from egoeval.settings import load_settings

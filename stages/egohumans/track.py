@@ -12,7 +12,8 @@ import argparse
 from egoeval.egohumans.artifacts import DETECTIONS, FETCHED, TRACKS
 from egoeval.egohumans.formats import DETECTION_MODES
 from egoeval.egohumans.tracking import track
-from egoeval.io import PARAMS_FILE, InputError
+from egoeval.errors import InputError
+from egoeval.io import PARAMS_FILE
 from egoeval.settings import load_settings
 from egoeval.stage import run_stage
 

@@ -30,9 +30,10 @@ from egoeval.egonormia.artifacts import (
     read_table,
 )
 from egoeval.egonormia.prompts import describe_request
-from egoeval.io import InputError, write_parquet
+from egoeval.errors import InputError, TransientFailure
+from egoeval.io import write_parquet
 from egoeval.settings import load_settings
-from egoeval.stage import TransientFailure, run_stage
+from egoeval.stage import run_stage
 
 COLUMNS = ["id", "description", "source", "error", "request_key"]  # request_key: "" unless asked of a model
 

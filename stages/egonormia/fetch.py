@@ -54,16 +54,8 @@ from egoeval.egonormia.schema import (
     select_split,
     write_items,
 )
-from egoeval.io import (
-    PARAMS_FILE,
-    InputError,
-    atomic_write_text,
-    data_file,
-    data_roots,
-    replaced_dir,
-    sha256_file,
-    verify_manifest,
-)
+from egoeval.errors import InputError
+from egoeval.io import PARAMS_FILE, atomic_write_text, data_file, data_roots, replaced_dir, sha256_file, verify_manifest
 from egoeval.settings import load_settings
 from egoeval.stage import run_stage
 

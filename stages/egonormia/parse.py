@@ -53,7 +53,8 @@ from egoeval.egonormia.artifacts import (
     results_key,
 )
 from egoeval.egonormia.scoring import CALL_FAILED, PARSE_FAILED, official_excluded
-from egoeval.io import PARAMS_FILE, InputError, json_bytes, outputs_together, parquet_bytes, read_parquet
+from egoeval.errors import InputError
+from egoeval.io import PARAMS_FILE, json_bytes, outputs_together, parquet_bytes, read_parquet
 from egoeval.stage import run_stage
 
 ITEM_COLUMNS = ("id", "behaviors", "justifications", "correct_idx", "sensible_idx")

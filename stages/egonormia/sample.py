@@ -43,7 +43,8 @@ import numpy as np
 from tqdm import tqdm
 
 from egoeval.egonormia.schema import read_official_json, source_files
-from egoeval.io import InputError, write_manifest
+from egoeval.errors import InputError
+from egoeval.io import write_manifest
 from egoeval.settings import load_settings
 from egoeval.stage import run_stage
 

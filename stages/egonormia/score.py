@@ -40,7 +40,8 @@ from egoeval.egonormia.scoring import (
     outcomes,
     summarize,
 )
-from egoeval.io import InputError, json_bytes, outputs_together, read_parquet
+from egoeval.errors import InputError
+from egoeval.io import json_bytes, outputs_together, read_parquet
 from egoeval.settings import load_settings
 from egoeval.stage import run_stage
 

@@ -310,7 +310,7 @@ def repro(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         (folder / "video" / clip).mkdir(parents=True)
         (folder / "video" / clip / "frame_all_prev.jpg").write_bytes(jpeg(k))
     (folder / "ood_robot.json").write_text(json.dumps(ROBOT))
-    write_folder_manifest(folder, folder / "manifest.sha256", None, "ood_robot")
+    write_folder_manifest(folder, folder / "manifest.sha256")
     with OpenAIServer(policy=crafted) as server:
         model = {"backend": "openai", "base_url": server.url, "api_key_env": KEY_ENV, "concurrency": 2}
         model |= {"max_retries": 0, "retry_base_s": 0.01, "retry_max_s": 0.05, "timeout_s": 10}

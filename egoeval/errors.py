@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2  # retrying cannot help: fix the named file, row, param or endpoint
@@ -36,6 +37,14 @@ class PermanentFailure(RuntimeError):
 
 class TransientFailure(RuntimeError):
     """A stage failed for reasons a later retry may not meet (e.g. too many model calls failed transiently)."""
+
+
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM reached the stage (a BaseException, like KeyboardInterrupt: nothing catches it by mistake)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
 
 
 def os_error_exit(error: OSError) -> tuple[int, str]:

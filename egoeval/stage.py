@@ -24,20 +24,12 @@ from egoeval.errors import (
     EXIT_OK,
     EXIT_TRANSIENT,
     InputError,
+    Interrupted,
     PermanentFailure,
     TransientFailure,
     os_error_exit,
 )
 from egoeval.io import PARAMS_FILE, recover_outputs
-
-
-class Interrupted(BaseException):
-    """SIGINT or SIGTERM reached the stage (a BaseException, like KeyboardInterrupt: nothing catches it by mistake)."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
 
 KEPT: list[Callable[[], str]] = []
 """What an interrupted run keeps beyond the last good outputs: each returns a phrase, or "" when it kept nothing (the

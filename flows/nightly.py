@@ -18,11 +18,11 @@ from pathlib import Path
 from prefect.schedules import Cron
 from prefect.settings import PREFECT_API_URL
 
-from egoeval.errors import InputError
+from egoeval.errors import InputError, Interrupted
 from egoeval.io import json_bytes, outputs_together
 from egoeval.pipeline import lock_snapshot, pipeline_stages, stage_state
 from egoeval.settings import FlowsSettings
-from egoeval.stage import Interrupted, signals_interrupt
+from egoeval.stage import signals_interrupt
 from flows.config import baseline_lock, flow_settings
 from flows.pipeline import NightlyFailed, StageOutcome, current_metrics, format_summary, nightly_flow
 

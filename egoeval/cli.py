@@ -20,7 +20,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "check-params": ("egoeval.settings", "check_params_main", "validate params.yaml (types, ranges, unknown keys)"),
     "audit": ("egoeval.audit", "main", "check that reported numbers reproduce from pinned inputs"),
     "compare": ("egoeval.compare", "main", "print reported numbers beside the published ones"),
-    "report": ("egoeval.html_report", "main", "write the results of both benchmarks as one self-contained HTML page"),
+    "report": ("egoeval.report", "main", "write the results of both benchmarks as one self-contained HTML page"),
 }
 
 

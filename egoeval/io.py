@@ -632,3 +632,13 @@ def data_file(
     if (problem := relative_path_problem(name)) is not None:
         raise InputError(where, problem, row=row)
     return inside(Path(root) / str(name), data_roots(root) if roots is None else roots, where, row)
+
+
+def read_csv(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """A CSV table (bounded, as ``read_bounded``); InputError naming the file when it is unreadable."""
+    import pandas as pd
+
+    try:
+        return pd.read_csv(io.BytesIO(read_bounded(path)))
+    except (ValueError, pd.errors.ParserError) as error:
+        raise InputError(path, f"not a readable CSV table: {error}") from None

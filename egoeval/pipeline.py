@@ -1,6 +1,6 @@
 """The pipeline as DVC sees it, in one place: dvc.yaml's stages in ``dvc repro`` order with the roles dvc.yaml
-declares (``meta:``), the upstream closure, stage fingerprints, dvc.lock, workspace copies, and the project code a
-stage's command imports. Used by flows/, the audit and the tests; dvc.yaml is the only list of stages.
+declares (``meta:``), the upstream closure, stage fingerprints, dvc.lock and workspace copies. Used by flows/, the
+audit and the tests; dvc.yaml is the only list of stages.
 
 Roles a stage declares under ``meta:`` in dvc.yaml:
 - ``benchmark: <name>``: the benchmark it belongs to; its ``metrics`` outputs are that benchmark's reported numbers;
@@ -11,12 +11,10 @@ Roles a stage declares under ``meta:`` in dvc.yaml:
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import hashlib
 import json
 import os
-import shlex
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -27,7 +25,6 @@ import yaml
 
 from egoeval.errors import InputError
 
-PACKAGES = ("egoeval", "stages", "flows")  # the project's own code; anything else is an installed package
 ROLES = ("input", "compute")
 
 
@@ -260,99 +257,3 @@ def copy_workspace(root: Path, work: Path) -> Path:
     settings = f"[core]\n    no_scm = true\n[cache]\n    dir = {cache}\n    type = copy\n"
     (work / ".dvc" / "config.local").write_text(settings)
     return cache / "files" / "md5"
-
-
-# ------------------------------------------------------------------------- the project code a stage command runs
-
-
-def command_module(cmd: str) -> str | None:
-    """The project module a stage command runs (``python -m stages.egonormia.infer ...`` -> that module)."""
-    words = shlex.split(cmd)
-    for i, word in enumerate(words[:-1]):
-        if Path(word).name.startswith("python") and words[i + 1] == "-m" and i + 2 < len(words):
-            return words[i + 2]
-    for word in words:
-        if word.endswith(".py"):
-            return ".".join(Path(word).with_suffix("").parts)
-    return None
-
-
-def _module_file(root: Path, module: str) -> Path | None:
-    base = root.joinpath(*module.split("."))
-    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-def _imports(tree: ast.AST, module: str, is_package: bool) -> set[str]:
-    """Every module an AST imports, anywhere in the file (function-level imports too), as absolute names."""
-    found: set[str] = set()
-    package = module if is_package else module.rpartition(".")[0]
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                parts = package.split(".")
-                base = ".".join(parts[: len(parts) - node.level + 1])
-                name = f"{base}.{node.module}" if node.module else base
-            else:
-                name = node.module or ""
-            found.add(name)
-            found.update(f"{name}.{alias.name}" for alias in node.names)  # `from pkg import submodule`
-    return found
-
-
-def _trivial(tree: ast.Module) -> bool:
-    """A package ``__init__`` that holds only a docstring and dunder constants runs no code worth declaring."""
-    for node in tree.body:
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
-            continue
-        if isinstance(node, ast.Assign) and all(
-            isinstance(t, ast.Name) and t.id.startswith("__") for t in node.targets
-        ):
-            continue
-        return False
-    return True
-
-
-def code_files(root: str | os.PathLike[str], module: str) -> set[str]:
-    """The project files (relative paths) that running ``module`` imports, transitively; parent packages count."""
-    root = Path(root)
-    seen: set[str] = set()
-    files: set[str] = set()
-    todo = [module]
-    while todo:
-        name = todo.pop()
-        if name in seen or name.split(".")[0] not in PACKAGES:
-            continue
-        seen.add(name)
-        parts = name.split(".")
-        todo += [".".join(parts[:i]) for i in range(1, len(parts))]  # importing a.b.c runs a and a.b first
-        path = _module_file(root, name)
-        if path is None:
-            continue  # `from pkg import NAME` where NAME is not a submodule
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        if not (path.name == "__init__.py" and _trivial(tree)):
-            files.add(path.relative_to(root).as_posix())
-        todo += sorted(_imports(tree, name, path.name == "__init__.py"))
-    return files
-
-
-def covered(path: str, declared: tuple[str, ...] | list[str]) -> bool:
-    """Whether a file is declared: itself, or a folder holding it."""
-    return any(path == dep or path.startswith(dep.rstrip("/") + "/") for dep in declared)
-
-
-def key_covered(key: str, declared: tuple[str, ...] | list[str]) -> bool:
-    """Whether a dotted params key is declared: itself, or a section holding it."""
-    return any(key == dep or key.startswith(f"{dep}.") for dep in declared)
-
-
-def undeclared_code(root: str | os.PathLike[str], info: StageInfo) -> list[str]:
-    """The project files a stage's command imports that its dvc.yaml entry does not declare."""
-    module = command_module(info.cmd)
-    if module is None:
-        return []
-    return sorted(path for path in code_files(root, module) if not covered(path, info.deps))

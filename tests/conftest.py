@@ -21,6 +21,7 @@ from egoeval.stage import command_env
 
 REPO = Path(__file__).resolve().parents[1]
 TEST_DATA = REPO / "tests" / "data"  # real fixtures with their source and licence (README there)
+TRACING = REPO / "tests" / "tracing"  # a sitecustomize that traces each stage (the deps test)
 EGOEVAL = str(Path(sys.executable).with_name("egoeval"))  # the console script beside the running interpreter
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -130,15 +131,16 @@ def reproduced(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # them so every number is computed again, then compare with the committed files.
     for committed in REPRODUCED_FILES:
         (root / committed).unlink()
-    # every params key each stage reads, for the deps test (tests/test_dvc_deps.py)
-    run = dvc(root, "repro", EGOEVAL_PARAMS_TRACE=str(params_trace_file(tmp_path_factory)))
+    # every params key each stage reads and every project file it imports, for the deps test (tests/test_dvc_deps.py)
+    tracing = os.pathsep.join(filter(None, [str(TRACING), os.environ.get("PYTHONPATH", "")]))
+    run = dvc(root, "repro", EGOEVAL_TRACE=str(trace_file(tmp_path_factory)), PYTHONPATH=tracing)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     return root
 
 
-def params_trace_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Where the ``reproduced`` run wrote the params keys each stage read (egoeval.settings.TRACE_ENV)."""
-    return tmp_path_factory.getbasetemp() / "params-trace.jsonl"
+def trace_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the ``reproduced`` run wrote what each stage read and imported (tests/tracing/sitecustomize.py)."""
+    return tmp_path_factory.getbasetemp() / "stage-trace.jsonl"
 
 
 @pytest.fixture(scope="session")

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, copy_repo, dvc, params_trace_file
+from code_closure import code_files, covered, key_covered, undeclared_code
+from conftest import REPO, copy_repo, dvc, trace_file
 
-from egoeval.pipeline import StageInfo, code_files, key_covered, pipeline_stages, undeclared_code
+from egoeval.pipeline import StageInfo, pipeline_stages
 
 STAGES = pipeline_stages(REPO)
 
@@ -29,13 +30,27 @@ def test_the_code_check_fails_when_a_declared_module_is_removed(tmp_path: Path) 
     assert undeclared_code(root, infer) == ["egoeval/cache.py"]
 
 
-def read_keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, set[str]]:
-    """Per stage, the params keys it read during the reproduced run."""
-    keys: dict[str, set[str]] = {}
-    for line in params_trace_file(tmp_path_factory).read_text().splitlines():
+def read_trace(tmp_path_factory: pytest.TempPathFactory, field: str) -> dict[str, set[str]]:
+    """Per stage, what it read (``keys``: params keys) or imported (``code``: project files) in the reproduced run."""
+    found: dict[str, set[str]] = {}
+    for line in trace_file(tmp_path_factory).read_text().splitlines():
         entry = json.loads(line)
-        keys.setdefault(entry["stage"], set()).update(entry["keys"])
-    return keys
+        found.setdefault(entry["stage"], set()).update(entry[field])
+    return found
+
+
+def read_keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, set[str]]:
+    return read_trace(tmp_path_factory, "keys")
+
+
+@pytest.mark.slow
+def test_every_stage_declares_the_code_it_ran(reproduced: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """What each stage imported at run time (lazy and dynamic imports too: the benchmark registry) is declared."""
+    code = read_trace(tmp_path_factory, "code")
+    assert code and set(code) <= {info.name for info in STAGES}, "a trace line names no stage of dvc.yaml"
+    assert all("egoeval/settings/__init__.py" in files for files in code.values())
+    problems = {info.name: sorted(f for f in code.get(info.name, ()) if not covered(f, info.deps)) for info in STAGES}
+    assert {name: missing for name, missing in problems.items() if missing} == {}
 
 
 def undeclared_params(info: StageInfo, keys: set[str]) -> list[str]:

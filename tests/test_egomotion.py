@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from egoeval.egohumans.egomotion import CameraModel, CameraPose, camera_motion
+from egoeval.egohumans.settings import packaged_trackers
 from egoeval.egohumans.tracking import camera_poses, track_sequence
 from egoeval.errors import InputError
-from egoeval.settings.egohumans import packaged_trackers
 
 
 def rotation(yaw: float, pitch: float) -> np.ndarray:

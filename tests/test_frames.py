@@ -89,8 +89,8 @@ def test_strip_is_scaled_to_the_maximum_width(tmp_path: Path, video_factory) -> 
 
 def test_default_strip_keeps_each_frame_legible() -> None:
     """A 24 s 1080p clip at 1 fps: each frame keeps a legible height under the largest accepted image side."""
+    from egoeval.egonormia.settings import MAX_IMAGE_SIDE
     from egoeval.settings import load_settings
-    from egoeval.settings.egonormia import MAX_IMAGE_SIDE
     from egoeval.video import frame_strip
 
     frames_params = load_settings(Path(__file__).resolve().parents[1] / "params.yaml").egonormia.frames

@@ -364,7 +364,7 @@ def test_the_report_embeds_no_frame_from_outside_the_data_root(workspace: Path, 
         images["path"] = str(secret)
         images.to_parquet(path, index=False)
         before = (workspace / "reports/index.html").read_bytes()
-        refused(workspace, ("egoeval.html_report",), str(Path("data/egohumans/fetched/images.parquet")), "frame")
+        refused(workspace, ("egoeval.report",), str(Path("data/egohumans/fetched/images.parquet")), "frame")
         assert (workspace / "reports/index.html").read_bytes() == before
 
 
@@ -630,19 +630,19 @@ PARQUET_READERS = {
         ("stages.egonormia.infer",),
         ("stages.egonormia.parse",),
         ("stages.egonormia.score",),
-        ("egoeval.html_report",),
+        ("egoeval.report",),
     ],
-    "data/egonormia/frames/index.parquet": [("stages.egonormia.infer",), ("egoeval.html_report",)],
+    "data/egonormia/frames/index.parquet": [("stages.egonormia.infer",), ("egoeval.report",)],
     "data/egonormia/descriptions.parquet": [("stages.egonormia.infer",)],
-    "data/egonormia/responses.parquet": [("stages.egonormia.parse",), ("egoeval.html_report",)],
-    "data/egonormia/predictions.parquet": [("stages.egonormia.score",), ("egoeval.html_report",)],
+    "data/egonormia/responses.parquet": [("stages.egonormia.parse",), ("egoeval.report",)],
+    "data/egonormia/predictions.parquet": [("stages.egonormia.score",), ("egoeval.report",)],
     "data/egohumans/fetched/detections_official.parquet": [("stages.egohumans.detect", "--mode", "gt")],
     "data/egohumans/fetched/detections_file.parquet": [("stages.egohumans.detect", "--mode", "file")],
     "data/egohumans/detections/gt.parquet": [("stages.egohumans.track", "--tracker", "bytetrack", "--mode", "gt")],
     "data/egohumans/fetched/images.parquet": [
         ("stages.egohumans.track", "--tracker", "egomotion", "--mode", "gt"),
         ("stages.egohumans.score",),
-        ("egoeval.html_report",),
+        ("egoeval.report",),
     ],
 }
 PARQUET_CASES = [(file, command) for file, commands in PARQUET_READERS.items() for command in commands]
@@ -700,7 +700,7 @@ def test_names_with_dollar_signs_are_text_in_the_report(workspace: Path) -> None
         table = pd.read_parquet(images)
         table["sequence"] = table["sequence"].replace(old, new)
         table.to_parquet(images, index=False)
-        done = run(workspace, "egoeval.html_report")
+        done = run(workspace, "egoeval.report")
         assert done.returncode == 0, done.stderr[-3000:]
         page = (workspace / "reports/index.html").read_text()
         assert "take_$^$_aria01" in page and "Traceback" not in done.stderr

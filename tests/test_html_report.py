@@ -27,7 +27,7 @@ from egoeval.egohumans.disagreement import (
     most_disputed,
     person_states,
 )
-from egoeval.html_report import leaderboard
+from egoeval.egonormia.report import leaderboard
 
 PAGE = Path("reports/index.html")
 

@@ -213,8 +213,8 @@ BAD_PARAMS = {
         "egonormai: unknown key (did you mean 'egonormia'?)",
     ),
     "a misspelt key no stage declares": (
-        lambda p: p["report"].update(clipz=3),
-        "report.clipz: unknown key (did you mean 'clips'?)",
+        lambda p: p["egonormia"]["report"].update(clipz=3),
+        "egonormia.report.clipz: unknown key (did you mean 'clips'?)",
     ),
 }
 

@@ -12,10 +12,10 @@ import pytest
 import yaml
 
 from egoeval.egohumans import fetching
+from egoeval.egohumans.settings import packaged_trackers
 from egoeval.egohumans.tracking import track, track_sequence
 from egoeval.errors import InputError, ParamsError
 from egoeval.settings import validate_params
-from egoeval.settings.egohumans import packaged_trackers
 from stages.egohumans import sample
 
 REPO = Path(__file__).resolve().parents[1]

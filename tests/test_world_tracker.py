@@ -17,12 +17,12 @@ from scipy.spatial.distance import mahalanobis
 
 from egoeval.egohumans.egomotion import CameraPose
 from egoeval.egohumans.formats import ROOT_COLUMNS, read_det_txt, read_detection_pickle
+from egoeval.egohumans.settings import packaged_trackers
 from egoeval.egohumans.tracking import track, track_sequence
 from egoeval.egohumans.world import RootFilter
 from egoeval.errors import InputError, ParamsError
 from egoeval.io import write_parquet
 from egoeval.settings import validate_params
-from egoeval.settings.egohumans import packaged_trackers
 
 REPO = Path(__file__).resolve().parents[1]
 FOCAL, WIDTH, HEIGHT = 400.0, 640, 360

@@ -10,7 +10,7 @@ unconfirmed tracks) then matches, and the first pass rules out pairs whose roots
 ``gate_probability`` (Mahalanobis distance, chi-square with 3 degrees of freedom). A track seen only without roots
 follows the ego-motion tracker's head-rotation warp (``egoeval.egohumans.egomotion``), which this tracker extends.
 
-Settings (``egoeval/settings/world.yaml``): ByteTrack's, plus ``root_noise`` (a root's error as a fraction of its
+Settings (``egoeval/egohumans/world.yaml``): ByteTrack's, plus ``root_noise`` (a root's error as a fraction of its
 distance from the camera: monocular depth errs in proportion), ``walk_noise_m`` (the spread of a person's change of
 velocity per frame, metres per frame) and ``gate_probability``.
 """

@@ -2,33 +2,26 @@
 
 Every key must be present in params.yaml (DVC tracks params.yaml, so no value hides in code), unknown keys are
 errors with the closest known key suggested, and every error names the dotted key, the value and what is allowed.
-The benchmark sections have a module each (``egoeval/settings/egonormia.py``, ``egoeval/settings/egohumans.py``);
-``egoeval/settings/report.py`` the HTML report's; this module holds the machinery, the ``flows`` section and the root.
-
-With ``EGOEVAL_PARAMS_TRACE`` set to a file, every params key a process reads is appended there at exit (one JSON
-line per process, with DVC's ``DVC_STAGE``), so a test can check that dvc.yaml declares what each stage reads.
+Each benchmark's section is its package's ``settings.py``, mounted under its name (``egoeval.benchmarks``); this module
+holds the machinery, the ``flows`` section and the root.
 """
 
 from __future__ import annotations
 
-import atexit
 import difflib
-import json
 import os
 import re
 import sys
+from functools import cache
 from pathlib import Path
 from typing import Annotated, Any
 from zoneinfo import available_timezones
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 
 from egoeval.errors import ParamsError
 from egoeval.io import PARAMS_FILE
-
-TRACE_ENV = "EGOEVAL_PARAMS_TRACE"
-_read_keys: set[str] | None = set() if os.environ.get(TRACE_ENV) else None
 
 
 def _fraction(value: float) -> float:
@@ -56,39 +49,9 @@ def unique_list(values: list[Any]) -> list[Any]:
 
 
 class Section(BaseModel):
-    """A params.yaml section: strict types, no unknown keys, read-only; reads are traced when asked."""
+    """A params.yaml section: strict types, no unknown keys, read-only."""
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
-    def __getattribute__(self, name: str) -> Any:
-        value = super().__getattribute__(name)
-        if _read_keys is not None and not name.startswith("_"):
-            path = _PATHS.get(id(self))  # None while validating: a validator's reads are not the stage's
-            sections = isinstance(value, dict) and value and all(isinstance(v, Section) for v in value.values())
-            if path is not None and name in type(self).model_fields and not isinstance(value, Section) and not sections:
-                _read_keys.add(f"{path}.{name}".lstrip("."))
-        return value
-
-    def model_dump(self, **kwargs: Any) -> dict[str, Any]:
-        if _read_keys is not None and id(self) in _PATHS:
-            _read_keys.add(_PATHS[id(self)])
-        return super().model_dump(**kwargs)
-
-    def _set_paths(self, path: str) -> None:
-        _PATHS[id(self)] = path
-        for name in type(self).model_fields:
-            child = super().__getattribute__(name)
-            if isinstance(child, dict):  # a mapping of sections: each under its key (``egohumans.track.config.x``)
-                for key, item in child.items():
-                    if isinstance(item, Section):
-                        item._set_paths(f"{path}.{name}.{key}".lstrip("."))
-                continue
-            for item in child if isinstance(child, list) else [child]:
-                if isinstance(item, Section):  # list items share their list's key (``egonormia.baselines.name``)
-                    item._set_paths(f"{path}.{name}".lstrip("."))
-
-
-_PATHS: dict[int, str] = {}  # id of a validated section -> its dotted key (sections live as long as the process)
 
 
 _CRON_FIELD = re.compile(r"^[\d*/,\-A-Za-z?LW#]+$")
@@ -123,18 +86,13 @@ class FlowsSettings(Section):
         return value
 
 
+@cache
 def _root_model() -> type[BaseModel]:
-    from egoeval.settings.egohumans import EgoHumansSettings
-    from egoeval.settings.egonormia import EgoNormiaSettings
-    from egoeval.settings.report import ReportSettings
+    """The whole of params.yaml: every registered benchmark's section under its name, and ``flows``."""
+    from egoeval.benchmarks import registry
 
-    class Params(Section):
-        egonormia: EgoNormiaSettings
-        egohumans: EgoHumansSettings
-        flows: FlowsSettings
-        report: ReportSettings
-
-    return Params
+    sections: dict[str, Any] = {name: (b.settings_model(), ...) for name, b in registry().items()}
+    return create_model("Params", __base__=Section, **sections, flows=(FlowsSettings, ...))
 
 
 def _suggestion(model: type[BaseModel] | None, key: str) -> str:
@@ -191,13 +149,12 @@ def validate_params(raw: Any, source: str | os.PathLike[str] = PARAMS_FILE) -> B
     """Validate a params mapping; raise ParamsError listing every problem (dotted key, value, what is allowed)."""
     root = _root_model()
     if not isinstance(raw, dict):
-        raise ParamsError(source, "must be a mapping with sections egonormia, egohumans, flows, report")
+        raise ParamsError(source, f"must be a mapping with sections {', '.join(root.model_fields)}")
     try:
         params = root.model_validate(raw)
     except ValidationError as error:
         lines = sorted({_describe(e, root) for e in error.errors(include_url=False)})
         raise ParamsError(source, "invalid params:\n  " + "\n  ".join(lines)) from None
-    params._set_paths("")
     return params
 
 
@@ -237,14 +194,3 @@ def check_params_main(argv: list[str]) -> int:
         return 2
     print(f"{path}: ok")
     return 0
-
-
-def _write_trace() -> None:
-    if _read_keys:
-        line = {"stage": os.environ.get("DVC_STAGE", ""), "argv": sys.argv, "keys": sorted(_read_keys)}
-        with open(os.environ[TRACE_ENV], "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(line) + "\n")
-
-
-if _read_keys is not None:
-    atexit.register(_write_trace)

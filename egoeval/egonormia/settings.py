@@ -12,6 +12,7 @@ from egoeval.settings import (
     NonNegativeFloat,
     NonNegativeInt,
     PositiveFloat,
+    PositiveInt,
     Section,
     unique_list,
 )
@@ -139,6 +140,12 @@ class ScoreSettings(Section):
         return value
 
 
+class ReportSettings(Section):
+    """``egonormia.report``: its part of the report page (every image is embedded in it)."""
+
+    clips: PositiveInt  # clips shown, those most models get wrong first
+
+
 class EgoNormiaSettings(Section):
     protocol: Protocol  # official: the official eval_api.py request for request; egoeval: ours (see README)
     sample: SampleSettings
@@ -149,6 +156,7 @@ class EgoNormiaSettings(Section):
     baselines: list[ModelSpec]
     infer: InferSettings
     score: ScoreSettings
+    report: ReportSettings
 
     @model_validator(mode="after")
     def _unique_names(self) -> EgoNormiaSettings:

@@ -169,6 +169,13 @@ class CompareSettings(Section):
     published: dict[NonEmptyStr, NonEmptyStr]  # our run (tracker-mode) -> a row of the published table
 
 
+class ReportSettings(Section):
+    """``egohumans.report``: its part of the report page (every image is embedded in it)."""
+
+    frames: NonNegativeInt  # frames shown where the tracking runs disagree most
+    image_width: Annotated[int, Field(ge=64, le=4096)]  # frames are scaled down to this width (px)
+
+
 class EgoHumansSettings(Section):
     sample: SampleSettings
     fetch: FetchSettings
@@ -176,3 +183,4 @@ class EgoHumansSettings(Section):
     track: TrackSettings
     score: ScoreSettings
     compare: CompareSettings
+    report: ReportSettings

@@ -1,0 +1,115 @@
+"""The benchmark registry: every package ``egoeval/<name>/`` whose ``benchmark.py`` defines ``BENCHMARK``.
+
+Nothing here names a benchmark. The settings root (``egoeval.settings``), the report page, ``egoeval compare``, the
+audit and the sharded flows iterate :func:`registry`; a new benchmark is a new package with a ``benchmark.py`` (plus
+its stages in dvc.yaml and its section in params.yaml), and no shared module changes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from pydantic import BaseModel
+
+
+@dataclass(frozen=True)
+class ReportSection:
+    """One section of the report page: its anchor, its entry in the page's navigation, its HTML."""
+
+    anchor: str
+    label: str
+    html: str
+
+
+@dataclass(frozen=True)
+class ReportPart:
+    """A benchmark's part of the report page: its sections in page order, and the CSS and script they need."""
+
+    sections: list[ReportSection]
+    style: str = ""
+    script: str = ""
+
+
+@dataclass(frozen=True)
+class AnswerOutput:
+    """A pipeline output that records model answers with their request keys (``request_key`` beside ``column``):
+    what an audit replays into a response cache so that a clone without the cache re-derives with no model call."""
+
+    path: str
+    column: str
+
+
+class Benchmark:
+    """What the shared front-ends need of a benchmark. Subclasses set the class attributes and override the hooks
+    they have; every hook imports its benchmark's modules itself, so reading the registry stays cheap."""
+
+    name: ClassVar[str]  # its params.yaml section and dvc.yaml's ``meta.benchmark``
+    title: ClassVar[str]  # as a reader knows it, e.g. "EgoNormia"
+    order: ClassVar[int] = 100  # its place on the report page and in listings (then by name)
+    answer_outputs: ClassVar[tuple[AnswerOutput, ...]] = ()
+
+    def settings_model(self) -> type[BaseModel]:
+        """The pydantic model of its params.yaml section."""
+        raise NotImplementedError
+
+    def report(self, root: Path, settings: Any) -> ReportPart:
+        """Its part of the report page for the workspace at ``root`` (``settings``: the validated params)."""
+        return ReportPart([])
+
+    def add_compare_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """The options ``egoeval compare`` takes for this benchmark's metrics."""
+
+    def compare(self, metrics: Any, settings: Any, args: argparse.Namespace) -> str:
+        """``egoeval compare``: our numbers beside the published ones, as text."""
+        return f"no published numbers are bundled for {self.title}"
+
+    def audit_report_kind(self, path: Path, data: Any) -> str | None:
+        """The kind of a report this benchmark reads other than a metrics file (``None``: not one of its own)."""
+        return None
+
+    def audit_compare(self, kind: str, path: Path, data: Any, work: Path, tolerance: float) -> list[str]:
+        """Differences between a report of ``kind`` and the numbers re-derived in ``work``."""
+        return []
+
+    def scale_out(self, form: str) -> ScaleOut | None:
+        """The sharded form of one of its stages (dvc.yaml's ``meta.scale_out.form``), or None."""
+        return None
+
+
+class ScaleOut:
+    """A stage that runs in shards: ``plan`` splits its work, ``run`` does one shard anywhere (a Dask worker),
+    ``merge`` writes the stage's output from the parts in the single-process run's order."""
+
+    def plan(self, root: Path, shards: int, **options: Any) -> list[Any]:
+        raise NotImplementedError
+
+    def run(self, shard: Any) -> pd.DataFrame:
+        raise NotImplementedError
+
+    def merge(self, root: Path, parts: list[pd.DataFrame]) -> Path:
+        raise NotImplementedError
+
+
+@cache
+def registry() -> dict[str, Benchmark]:
+    """Every benchmark package's ``BENCHMARK``, by name, in report order."""
+    import egoeval
+
+    found: list[Benchmark] = []
+    for module in pkgutil.iter_modules(egoeval.__path__):
+        if module.ispkg and (Path(module.module_finder.path) / module.name / "benchmark.py").is_file():  # type: ignore[union-attr]
+            found.append(importlib.import_module(f"egoeval.{module.name}.benchmark").BENCHMARK)
+    return {b.name: b for b in sorted(found, key=lambda b: (b.order, b.name))}
+
+
+def benchmark(name: str) -> Benchmark | None:
+    """The registered benchmark of that name, or None."""
+    return registry().get(name)

@@ -1,0 +1,224 @@
+"""EgoHumans' sections of the report page (``egoeval report``).
+
+- every tracker x detection mode with IDF1, MOTA and HOTA per sequence (metrics/egohumans.json) beside the published
+  table (``egohumans.compare``);
+- the frames where the runs disagree most (``egohumans.report.frames``; ``egoeval.egohumans.disagreement``) with
+  each run's boxes and track ids drawn over the frame.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from PIL import Image
+
+from egoeval.benchmarks import ReportPart, ReportSection
+from egoeval.charts import PALETTE, grouped_bars
+from egoeval.egohumans.artifacts import GT_DIR, IMAGES, METRICS_FILE, TRACKS
+from egoeval.egohumans.disagreement import Disagreement, match_frame, most_disputed
+from egoeval.egohumans.published import PublishedTable, read_published
+from egoeval.errors import InputError
+from egoeval.io import data_roots, inside, read_json, read_parquet
+from egoeval.markup import data_uri, esc, fmt, table
+from egoeval.mot import read_mot, read_mot_folder
+
+TRACKING_METRICS = ("IDF1", "MOTA", "HOTA")
+STYLE = """.panels{display:flex;flex-wrap:wrap;gap:.5rem}
+.tables{display:flex;flex-wrap:wrap;gap:1.5rem}
+figure.panel{margin:0;width:calc(50% - .5rem);min-width:280px}
+figure.panel figcaption{font-size:.8rem}
+svg.boxes{width:100%;height:auto;display:block}
+svg.boxes rect{fill:none;stroke-width:2}
+svg.boxes rect.gt{stroke:#fff;stroke-dasharray:4 3;stroke-width:1.5}
+svg.boxes text{font:bold 12px sans-serif;paint-order:stroke;stroke:#000;stroke-width:2px}
+"""
+
+
+def _runs(metrics: dict[str, Any], trackers: Sequence[str], modes: Sequence[str]) -> list[tuple[str, str, str]]:
+    """(run, tracker, mode) of every run in the metrics file, in params order (unknown runs last, split at '-')."""
+    known = {f"{t}-{m}": (t, m) for t in trackers for m in modes}
+    runs = [name for name, value in metrics.items() if isinstance(value, dict) and "COMBINED" in value]
+    order = list(known)
+    runs.sort(key=lambda r: (order.index(r) if r in order else len(order), r))
+    return [(run, *known.get(run, tuple(run.rsplit("-", 1)) if "-" in run else (run, ""))) for run in runs]
+
+
+def tracking_section(
+    metrics: dict[str, Any], runs: list[tuple[str, str, str]], published: PublishedTable, mapping: dict[str, str]
+) -> str:
+    """Per metric (IDF1, MOTA, HOTA) a table of sequences x runs (tracker x detection mode), a chart of the same, and
+    the published table with the runs params map to its rows (``egohumans.compare``)."""
+    sequences = [*sorted({s for run, _, _ in runs for s in metrics[run].get("sequences", {})}), "COMBINED"]
+
+    def value(run: str, sequence: str, metric: str) -> float | None:
+        entry = metrics[run]["COMBINED"] if sequence == "COMBINED" else metrics[run]["sequences"].get(sequence, {})
+        number = entry.get(metric)
+        return float(number) if isinstance(number, int | float) else None
+
+    tables = []
+    for metric in TRACKING_METRICS:
+        rows = []
+        for sequence in sequences:
+            numbers = [value(run, sequence, metric) for run, _, _ in runs]
+            best = max((n for n in numbers if n is not None), default=None)
+            cells = [f"<b>{fmt(n)}</b>" if n is not None and n == best else fmt(n) for n in numbers]
+            rows.append([esc(sequence), *cells])
+        header = [metric, *(f"{esc(tracker)}<br>{esc(mode)}" for _, tracker, mode in runs)]
+        tables.append(table(header, rows, "tracking"))
+    long = pd.DataFrame(
+        [
+            (metric, sequence, run, value(run, sequence, metric))
+            for metric in TRACKING_METRICS
+            for sequence in sequences
+            for run, _, _ in runs
+            if value(run, sequence, metric) is not None
+        ],
+        columns=["metric", "sequence", "run", "value"],
+    )
+    chart = grouped_bars(long, "metric", "sequence", "run", "value", "%", "egohumans-sequences")
+    fields = [f for f in ("IDF1", "MOTA", "MOTP", "IDSW") if any(f in row for row in published.rows.values())]
+    beside = {row: [run for run, theirs in sorted(mapping.items()) if theirs == row] for row in published.rows}
+    published_rows = [
+        [
+            f'{esc(name)} <span class="tag">published</span>',
+            *(f"<i>{fmt(figures.get(f), 0 if f == 'IDSW' else 1)}</i>" for f in fields),
+            esc(
+                ", ".join(
+                    f"{run}: IDF1 {fmt(value(run, 'COMBINED', 'IDF1'))}" for run in beside[name] if run in metrics
+                )
+                or "–"
+            ),
+        ]
+        for name, figures in published.rows.items()
+    ]
+    return (
+        '<section id="egohumans-runs"><h2>EgoHumans: trackers × detection modes</h2>'
+        "<p>IDF1 (primary), MOTA and HOTA (%) per sequence and combined, one column per tracker and detection mode; "
+        f'the best of each row in bold. Protocol: {esc(_protocol(metrics, runs))}.</p><div class="tables">'
+        f"{''.join(tables)}</div><figure>{chart}</figure>"
+        f'<h3>Published</h3><p class="note">{esc(published.source)} (protocol {esc(published.protocol)}; '
+        f"<code>{esc(published.path)}</code>). Our runs are beside the rows <code>egohumans.compare.published</code> "
+        "maps them to; on the bundled sample that is a plumbing check, not a result.</p>"
+        f"{table(['published row', *fields, 'our runs beside it'], published_rows, 'published')}</section>"
+    )
+
+
+def _protocol(metrics: dict[str, Any], runs: list[tuple[str, str, str]]) -> str:
+    found = sorted({str(metrics[run].get("protocol", "unrecorded")) for run, _, _ in runs})
+    return ", ".join(found) or "unrecorded"
+
+
+def _colour(track: int) -> str:
+    return PALETTE[track % len(PALETTE)]
+
+
+def frame_panel(
+    image: str, size: tuple[int, int], scale: float, gt: pd.DataFrame, pred: pd.DataFrame, iou_threshold: float
+) -> str:
+    """One run's boxes over the frame as an inline SVG: ground truth dashed white, tracks coloured by id."""
+    width, height = size
+    matches = {track: person for person, track in match_frame(gt, pred, iou_threshold).items()}
+    shapes = [f'<image href="{image}" x="0" y="0" width="{width}" height="{height}"/>']
+    for row in gt.itertuples(index=False):
+        shapes.append(
+            f'<rect class="gt" x="{row.x * scale:.1f}" y="{row.y * scale:.1f}" width="{row.w * scale:.1f}" '
+            f'height="{row.h * scale:.1f}"/>'
+        )
+    for row in pred.itertuples(index=False):
+        track = int(row.id)
+        colour = _colour(track)
+        label = f"id {track}" + (f" → person {matches[track]}" if track in matches else " (no person)")
+        shapes.append(
+            f'<rect class="track" stroke="{colour}" x="{row.x * scale:.1f}" y="{row.y * scale:.1f}" '
+            f'width="{row.w * scale:.1f}" height="{row.h * scale:.1f}"><title>{esc(label)}</title></rect>'
+            f'<text x="{row.x * scale + 2:.1f}" y="{max(10.0, row.y * scale - 3):.1f}" fill="{colour}">{track}</text>'
+        )
+    return f'<svg class="boxes" viewBox="0 0 {width} {height}" role="img">{"".join(shapes)}</svg>'
+
+
+def _embedded_frame(path: Path, width: int) -> tuple[str, tuple[int, int], float]:
+    """A frame scaled down to at most ``width`` px as a JPEG data URI, its size and the scale applied."""
+    try:
+        with Image.open(path) as opened:
+            image = opened.convert("RGB")
+    except OSError as error:
+        raise InputError(path, f"cannot read the frame: {error}") from None
+    scale = min(1.0, width / image.width)
+    if scale < 1:
+        image = image.resize((round(image.width * scale), round(image.height * scale)), Image.Resampling.LANCZOS)
+    buffer = io.BytesIO()
+    image.save(buffer, format="JPEG", quality=80)
+    return data_uri(buffer.getvalue(), "image/jpeg"), image.size, scale
+
+
+def disagreement_section(
+    root: Path, runs: list[tuple[str, str, str]], count: int, width: int, iou_threshold: float, data_root: str
+) -> str:
+    """The ``count`` frames where the runs disagree most, each frame (which must lie in the data root
+    ``data_root``, egohumans.fetch.path) with every run's boxes over it."""
+    if count == 0:
+        return ""
+    gt_files = read_mot_folder(root / GT_DIR)
+    sequences = {}
+    for name, path in gt_files.items():
+        tracks = {}
+        for run, _, _ in runs:
+            found = read_mot_folder(root / TRACKS / run)
+            tracks[run] = read_mot(found[name], kind="pred") if name in found else read_mot(path, kind="gt").iloc[0:0]
+        sequences[name] = (read_mot(path, kind="gt"), tracks)
+    chosen: list[Disagreement] = most_disputed(sequences, iou_threshold, count, gap=15)
+    images = read_parquet(root / IMAGES, ("sequence", "frame", "path"))
+    roots = data_roots(root / data_root)
+    located = {
+        (str(s), int(f)): str(p) for s, f, p in zip(images["sequence"], images["frame"], images["path"], strict=True)
+    }
+    blocks = []
+    for pick in chosen:
+        where = located.get((pick.sequence, pick.frame))
+        if where is None:
+            raise InputError(root / IMAGES, f"no image for frame {pick.frame}", row=pick.sequence)
+        path = Path(where) if Path(where).is_absolute() else root / where
+        inside(path, roots, root / IMAGES, f"{pick.sequence} frame {pick.frame}")  # the page is shared
+        uri, size, scale = _embedded_frame(path, width)
+        gt, tracks = sequences[pick.sequence]
+        gt_frame = gt[gt["frame"] == pick.frame]
+        panels = []
+        for run, tracker, mode in runs:
+            pred = tracks[run][tracks[run]["frame"] == pick.frame]
+            caption = f"{esc(tracker)} · {esc(mode)}: {pick.missed[run]} missed, {pick.switched[run]} switched id"
+            panels.append(
+                f'<figure class="panel">{frame_panel(uri, size, scale, gt_frame, pred, iou_threshold)}'
+                f"<figcaption>{caption}</figcaption></figure>"
+            )
+        blocks.append(
+            f'<div class="disagreement"><h3>{esc(pick.sequence)}, frame {pick.frame}: the runs disagree on '
+            f'{pick.people} of {len(gt_frame)} people</h3><div class="panels">{"".join(panels)}</div></div>'
+        )
+    return (
+        '<section id="egohumans-frames"><h2>EgoHumans: where the trackers disagree</h2>'
+        "<p>Frames where the most people are tracked differently across runs (missed by one run, or given a new track "
+        "id, but not by another). Dashed white: ground truth; coloured: each run's tracks, labelled by track id.</p>"
+        + ("".join(blocks) if blocks else "<p>Every run agrees on every frame.</p>")
+        + "</section>"
+    )
+
+
+def report(root: Path, settings: Any) -> ReportPart:
+    """EgoHumans' sections for the workspace at ``root`` (``settings``: the validated params.yaml)."""
+    params = settings.egohumans
+    metrics = read_json(root / METRICS_FILE)
+    runs = _runs(metrics, params.track.trackers, params.detect.modes)
+    published = read_published(root / params.compare.published_file)
+    frames = disagreement_section(
+        root, runs, params.report.frames, params.report.image_width, params.score.iou_threshold, params.fetch.path
+    )
+    runs_table = tracking_section(metrics, runs, published, dict(params.compare.published))
+    sections = [
+        ReportSection("egohumans-runs", "tracking", runs_table),
+        ReportSection("egohumans-frames", "disagreements", frames),
+    ]
+    return ReportPart(sections, STYLE)

@@ -1,0 +1,314 @@
+"""EgoNormia's sections of the report page (``egoeval report``).
+
+- the leaderboard per setting with 95% bootstrap intervals (metrics/egonormia.json) and the published figures of the
+  evaluated dataset and split (``egonormia.fetch.dataset``, ``egonormia.fetch.split``; the primary table of
+  egoeval/egonormia/data/published.json) where bundled;
+- action accuracy per norm category (plots/egonormia/categories.csv);
+- a browsable set of clips (``egonormia.report.clips``, those most models get wrong first) with the frames image,
+  the options, the gold answers and each model's replies and parsed choices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from egoeval.benchmarks import ReportPart, ReportSection
+from egoeval.charts import grouped_bars, interval_chart
+from egoeval.egonormia.artifacts import (
+    CATEGORIES_FILE,
+    FRAMES,
+    ITEMS,
+    METRICS_FILE,
+    PREDICTION_COLUMNS,
+    PREDICTIONS,
+    RESPONSES,
+    SETTINGS,
+    FrameStore,
+    Unavailable,
+    read_items,
+    read_table,
+    require_columns,
+)
+from egoeval.egonormia.published import load_published, select_table, source_of
+from egoeval.errors import InputError
+from egoeval.io import read_csv, read_json, read_parquet
+from egoeval.markup import data_uri, esc, fmt, table
+
+METRICS = ("both", "action", "justification", "sensible_iou")  # in the leaderboard's order
+METRIC_NAMES = {"both": "both", "action": "action", "justification": "justification", "sensible_iou": "sensible IoU"}
+LETTERS = "ABCDE"
+STYLE = """img.frames{max-width:100%;display:block;margin:.5rem 0;border:1px solid #ccc}
+article.clip{border:1px solid #ddd;border-radius:6px;padding:.2rem 1rem 1rem;margin:1rem 0}
+pre{white-space:pre-wrap;background:#f7f7f7;padding:.4rem;font-size:.8rem;max-height:14rem;overflow:auto}
+.controls{margin:.5rem 0}.controls input[type=search]{width:20rem;padding:.2rem}
+"""
+SCRIPT = """
+(function () {
+  var filter = document.getElementById('clip-filter');
+  var wrongOnly = document.getElementById('clip-wrong');
+  var count = document.getElementById('clip-count');
+  if (!filter || !wrongOnly || !count) { return; }
+  var clips = Array.prototype.slice.call(document.querySelectorAll('article.clip'));
+  function update() {
+    var text = filter.value.trim().toLowerCase();
+    var shown = 0;
+    clips.forEach(function (clip) {
+      var visible = clip.getAttribute('data-search').indexOf(text) >= 0 &&
+        (!wrongOnly.checked || Number(clip.getAttribute('data-wrong')) > 0);
+      clip.hidden = !visible;
+      shown += visible ? 1 : 0;
+    });
+    count.textContent = shown + ' of ' + clips.length + ' clips shown';
+  }
+  filter.addEventListener('input', update);
+  wrongOnly.addEventListener('change', update);
+  update();
+})();
+"""
+
+
+def _metric_cell(entry: dict[str, Any], metric: str) -> str:
+    interval = (entry.get("ci95") or {}).get(metric)
+    shown = f"<b>{fmt(entry.get(metric))}</b>"
+    if interval:
+        shown += f' <span class="ci">[{fmt(interval[0])}, {fmt(interval[1])}]</span>'
+    return shown
+
+
+def leaderboard(metrics: dict[str, Any], published: dict[str, Any], dataset: str, split: str = "full") -> str:
+    """Per setting: our models ranked by ``both`` with 95% intervals, then the published figures of ``dataset`` and
+    ``split`` (the primary table of ``published``, laid out as egoeval/egonormia/data/published.json); one chart of
+    both."""
+    bundled = select_table(published, dataset, split) or {}
+    figures_by_setting = bundled.get("figures") or {}
+    metrics = {  # {setting: {model: entry}}; any other key (a recorded protocol, say) is not a result
+        setting: {model: entry for model, entry in models.items() if isinstance(entry, dict)}
+        for setting, models in metrics.items()
+        if isinstance(models, dict)
+    }
+    settings = [s for s in SETTINGS if s in metrics] + sorted(set(metrics) - set(SETTINGS))
+    parts = []
+    chart_rows, chart_published = [], []
+    for setting in settings:
+        models = metrics[setting]
+        ranked = sorted(models, key=lambda m: (-(models[m].get("both") or 0), -(models[m].get("action") or 0), m))
+        rows = []
+        for rank, model in enumerate(ranked, 1):
+            entry = models[model]
+            rows.append(
+                [
+                    str(rank),
+                    esc(model),
+                    *(_metric_cell(entry, m) for m in METRICS),
+                    esc(entry.get("n", "")),
+                    fmt(100 * entry.get("coverage", 0)) + "%",
+                    fmt(100 * entry.get("parse_failure_rate", 0)) + "%",
+                    fmt(100 * entry.get("call_failure_rate", 0)) + "%",
+                ]
+            )
+            for metric in METRICS:
+                interval = (entry.get("ci95") or {}).get(metric) or [entry.get(metric), entry.get(metric)]
+                if entry.get(metric) is not None:
+                    chart_rows.append((setting, model, metric, entry[metric], interval[0], interval[1]))
+        for model, figures in sorted(figures_by_setting.get(setting, {}).items()):
+            rows.append(
+                [
+                    "",
+                    f'{esc(model)} <span class="tag">published · {esc(dataset)}</span>',
+                    *(f"<i>{fmt(figures.get(m))}</i>" for m in METRICS),
+                    esc("" if figures.get("n") is None else figures["n"]),
+                    "",
+                    "",
+                    "",
+                ]
+            )
+            chart_published += [(setting, model, m, figures[m]) for m in METRICS if m in figures]
+        header = [
+            "#",
+            "model",
+            *(f"{METRIC_NAMES[m]} % [95% CI]" for m in METRICS),
+            "n",
+            "coverage",
+            "parse fail",
+            "call fail",
+        ]
+        parts.append(f"<h3>{esc(setting)}</h3>{table(header, rows, 'leaderboard')}")
+    if figures_by_setting:
+        note = (
+            f"Published figures (italic) of dataset {esc(dataset)}, {esc(split)} split, {esc(bundled['as'])}: "
+            f"{esc(source_of(bundled))}."
+        )
+    else:
+        elsewhere = sorted({f"{t['dataset']}/{t['split']}" for t in published.get("tables", []) if t.get("primary")})
+        note = (
+            f"No published figures of dataset {esc(dataset)}, {esc(split)} split are bundled (figures for: "
+            f"{esc(', '.join(elsewhere) or 'none')})."
+        )
+    note = f'<p class="note">{note} (<code>egoeval/egonormia/data/published.json</code>)</p>'
+    rows_frame = pd.DataFrame(chart_rows, columns=["setting", "model", "metric", "value", "low", "high"])
+    published_frame = pd.DataFrame(chart_published, columns=["setting", "model", "metric", "value"])
+    chart = interval_chart(rows_frame, settings, METRICS, published_frame, "egonormia-leaderboard")
+    return (
+        '<section id="egonormia-leaderboard"><h2>EgoNormia leaderboard</h2>'
+        "<p>Accuracy (%) per setting, ranked by <i>both</i> (action and justification right); 95% bootstrap intervals "
+        "in brackets. Unusable answers count as wrong.</p>"
+        f"{''.join(parts)}{note}<figure>{chart}</figure></section>"
+    )
+
+
+def category_section(categories: pd.DataFrame) -> str:
+    require_columns(categories, ("setting", "model", "category", "n", "accuracy"), CATEGORIES_FILE)
+    chart = grouped_bars(categories, "setting", "category", "model", "accuracy", "action accuracy %", "egonormia-cat")
+    rows = [
+        [esc(r.setting), esc(r.model), esc(r.category), esc(r.n), fmt(r.accuracy)]
+        for r in categories.itertuples(index=False)
+    ]
+    return (
+        '<section id="egonormia-categories"><h2>EgoNormia: action accuracy per norm category</h2>'
+        "<p>Category of the correct option (a clip counts in each of its categories).</p>"
+        f'<figure class="category-chart">{chart}</figure>'
+        f"<details><summary>table</summary>{table(['setting', 'model', 'category', 'n', 'accuracy %'], rows)}"
+        "</details></section>"
+    )
+
+
+def _choice(index: int, gold: set[int]) -> str:
+    if index < 0:
+        return '<span class="bad">unusable</span>'
+    mark = "ok" if index in gold else "bad"
+    return f'<span class="{mark}">{LETTERS[index] if index < len(LETTERS) else index}</span>'
+
+
+def _set_choice(chosen: Sequence[int], gold: set[int], error: str) -> str:
+    if error:
+        return '<span class="bad">unusable</span>'
+    union = set(chosen) | gold
+    iou = len(set(chosen) & gold) / len(union) if union else 0.0
+    letters = ", ".join(LETTERS[i] if i < len(LETTERS) else str(i) for i in sorted(chosen)) or "none"
+    mark = "ok" if set(chosen) == gold else "bad"
+    return f'<span class="{mark}">{letters}</span> <span class="ci">IoU {iou:.2f}</span>'
+
+
+def select_clips(items: pd.DataFrame, predictions: pd.DataFrame, count: int) -> list[str]:
+    """The ``count`` clip ids most (setting, model) pairs answer wrongly (action), ties by id."""
+    correct = dict(zip(items["id"].astype(str), items["correct_idx"].astype(int), strict=True))
+    wrong = {clip: 0 for clip in correct}
+    for clip, action in zip(predictions["id"].astype(str), predictions["action"].astype(int), strict=True):
+        if clip in wrong and action != correct[clip]:
+            wrong[clip] += 1
+    return sorted(wrong, key=lambda clip: (-wrong[clip], clip))[:count]
+
+
+def clip_card(
+    item: Any, frames: FrameStore, predictions: pd.DataFrame, responses: pd.DataFrame, index: int
+) -> tuple[str, int]:
+    """One clip: frames image, options with gold marks, every (setting, model)'s choices and replies.
+
+    Returns the HTML and how many (setting, model) pairs got the action wrong."""
+    clip = str(item.id)
+    correct = int(item.correct_idx)
+    sensible = {int(i) for i in item.sensible_idx}
+    category = ", ".join(str(c) for c in item.taxonomy[correct]) if len(item.taxonomy) > correct else ""
+    try:
+        image = f'<img class="frames" alt="frames of {esc(clip)}" src="{data_uri(frames.jpeg(clip), "image/jpeg")}">'
+    except Unavailable as why:
+        image = f'<p class="bad">{esc(why)}</p>'
+    options = [
+        [
+            f"<b>{LETTERS[k]}</b>",
+            esc(behavior) or "<i>(empty)</i>",
+            esc(justification) or "<i>(empty)</i>",
+            ("✔ action &amp; justification" if k == correct else "") + (" · sensible" if k in sensible else ""),
+        ]
+        for k, (behavior, justification) in enumerate(zip(item.behaviors, item.justifications, strict=True))
+    ]
+    answered = []
+    wrong = 0
+    mine = predictions[predictions["id"].astype(str) == clip]
+    replies = responses[responses["id"].astype(str) == clip]
+    for row in mine.itertuples(index=False):
+        wrong += int(row.action) != correct
+        said = replies[(replies["setting"] == row.setting) & (replies["model"] == row.model)]
+        texts = []
+        for reply in said.sort_values("subtask").itertuples(index=False):
+            order = ", ".join(LETTERS[int(k)] for k in reply.permutation) if len(reply.permutation) else ""
+            shown = f" (options shown as {order})" if order else ""
+            body = esc(reply.response) if not reply.error else f'<span class="bad">{esc(reply.error)}</span>'
+            texts.append(f"<p><b>{esc(reply.subtask)}</b>{esc(shown)}</p><pre>{body}</pre>")
+        errors = [str(getattr(row, f"{s}_error")) for s in ("action", "justification", "sensible")]
+        answered.append(
+            [
+                esc(row.setting),
+                esc(row.model),
+                _choice(int(row.action), {correct}),
+                _choice(int(row.justification), {correct}),
+                _set_choice([int(i) for i in row.sensible], sensible, errors[2]),
+                esc("; ".join(e for e in errors if e)),
+                f"<details><summary>replies</summary>{''.join(texts)}</details>" if texts else "",
+            ]
+        )
+    description = str(getattr(item, "description", "") or "")
+    card = (
+        f'<article class="clip" id="clip-{index}" data-wrong="{wrong}" data-search="{esc(clip.lower())} '
+        f'{esc(category.lower())}"><h3>{esc(clip)} <span class="tag">{esc(category)}</span>'
+        f"{' <span class=tag>verified</span>' if bool(getattr(item, 'verified', False)) else ''}"
+        f' <span class="tag wrong">{wrong} of {len(mine)} wrong</span></h3>{image}'
+        + (
+            f"<details><summary>scene description (pipeline setting)</summary><p>{esc(description)}</p></details>"
+            if description
+            else ""
+        )
+        + table(["", "behaviour", "justification", "gold"], options, "options")
+        + table(["setting", "model", "action", "justification", "sensible", "failure", ""], answered, "answers")
+        + "</article>"
+    )
+    return card, wrong
+
+
+def clips_section(root: Path, count: int) -> str:
+    items = read_items(root / ITEMS)
+    predictions = read_predictions(root / PREDICTIONS)
+    responses = read_responses(root / RESPONSES)
+    frames = FrameStore(read_table(root / FRAMES / "index.parquet", ["id", "image", "error"]), root / FRAMES)
+    chosen = select_clips(items, predictions, count)
+    by_id = {str(row.id): row for row in items.itertuples(index=False)}
+    cards = [clip_card(by_id[clip], frames, predictions, responses, i)[0] for i, clip in enumerate(chosen)]
+    return (
+        '<section id="egonormia-clips"><h2>EgoNormia clips</h2>'
+        f"<p>{len(chosen)} of {len(items)} clips, those the most models get wrong first. Options are lettered in the "
+        "dataset's order (A–E); each model saw them shuffled, as its replies note. "
+        '<span class="ok">green</span>: right, <span class="bad">red</span>: wrong.</p>'
+        '<div class="controls"><input id="clip-filter" type="search" placeholder="filter by id or category">'
+        '<label><input id="clip-wrong" type="checkbox"> only clips some model gets wrong</label> '
+        '<span id="clip-count"></span></div>'
+        f"{''.join(cards)}</section>"
+    )
+
+
+def read_predictions(path: Path) -> pd.DataFrame:
+    return read_parquet(path, PREDICTION_COLUMNS)
+
+
+def read_responses(path: Path) -> pd.DataFrame:
+    return read_parquet(path, ("id", "setting", "model", "subtask", "permutation", "response", "error"))
+
+
+def report(root: Path, settings: Any) -> ReportPart:
+    """EgoNormia's sections for the workspace at ``root`` (``settings``: the validated params.yaml)."""
+    params = settings.egonormia
+    if not (root / CATEGORIES_FILE).is_file():
+        raise InputError(root / CATEGORIES_FILE, "file not found (run the stages before this one)")
+    sections = [
+        ReportSection(
+            "egonormia-leaderboard",
+            "leaderboard",
+            leaderboard(read_json(root / METRICS_FILE), load_published(), params.fetch.dataset, params.fetch.split),
+        ),
+        ReportSection("egonormia-categories", "categories", category_section(read_csv(root / CATEGORIES_FILE))),
+        ReportSection("egonormia-clips", "clips", clips_section(root, params.report.clips)),
+    ]
+    return ReportPart(sections, STYLE, SCRIPT)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,11 @@ class EgoHumans(Benchmark):
         from egoeval.egohumans.report import report
 
         return report(root, settings)
+
+    def compare(self, metrics: Any, settings: Any, args: argparse.Namespace) -> str:
+        from egoeval.egohumans.published import compare_report
+
+        return compare_report(metrics, settings.egohumans.compare)
 
 
 BENCHMARK = EgoHumans()

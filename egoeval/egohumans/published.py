@@ -94,8 +94,7 @@ def format_comparison(table: PublishedTable, rows: list[tuple[str, str, str, lis
     return "\n".join(lines)
 
 
-def compare_report(metrics: dict[str, Any], params: dict[str, Any]) -> str:
-    """The EgoHumans part of ``egoeval compare``: ``params`` is the whole params.yaml mapping."""
-    settings = params["egohumans"]["compare"]
-    table = read_published(settings["published_file"])
-    return format_comparison(table, comparison(metrics, table, settings["published"]))
+def compare_report(metrics: dict[str, Any], settings: Any) -> str:
+    """The EgoHumans part of ``egoeval compare``: ``settings`` is the ``egohumans.compare`` section."""
+    table = read_published(settings.published_file)
+    return format_comparison(table, comparison(metrics, table, dict(settings.published)))

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     import pandas as pd
     from pydantic import BaseModel
 
+    from egoeval.findings import Findings
+
 
 @dataclass(frozen=True)
 class ReportSection:
@@ -54,7 +56,6 @@ class Benchmark:
     name: ClassVar[str]  # its params.yaml section and dvc.yaml's ``meta.benchmark``
     title: ClassVar[str]  # as a reader knows it, e.g. "EgoNormia"
     order: ClassVar[int] = 100  # its place on the report page and in listings (then by name)
-    answer_outputs: ClassVar[tuple[AnswerOutput, ...]] = ()
 
     def settings_model(self) -> type[BaseModel]:
         """The pydantic model of its params.yaml section."""
@@ -71,13 +72,25 @@ class Benchmark:
         """``egoeval compare``: our numbers beside the published ones, as text."""
         return f"no published numbers are bundled for {self.title}"
 
-    def audit_report_kind(self, path: Path, data: Any) -> str | None:
-        """The kind of a report this benchmark reads other than a metrics file (``None``: not one of its own)."""
+    def answer_outputs(self) -> list[AnswerOutput]:
+        """Its outputs that record model answers with their request keys (the audit replays them)."""
+        return []
+
+    def response_cache_dir(self, settings: Any) -> str | None:
+        """Where its stages keep the durable response cache (params), or None when it calls no model."""
         return None
 
-    def audit_compare(self, kind: str, path: Path, data: Any, work: Path, tolerance: float) -> list[str]:
-        """Differences between a report of ``kind`` and the numbers re-derived in ``work``."""
+    def explain_output(self, path: str, pinned: Path, derived: Path) -> list[str]:
+        """Why a re-derived output differs from the pinned one, one line per difference (``[]``: nothing to add)."""
         return []
+
+    def audit_report_kind(self, path: Path, data: Any) -> str | None:
+        """The kind of a report of its own other than a metrics file (``data``: the parsed JSON; None for a
+        folder), or None when it is not one."""
+        return None
+
+    def audit_compare(self, kind: str, path: Path, data: Any, work: Path, tolerance: float, findings: Findings) -> None:
+        """A report of ``kind`` against the numbers re-derived in ``work``: what differs goes into ``findings``."""
 
     def scale_out(self, form: str) -> ScaleOut | None:
         """The sharded form of one of its stages (dvc.yaml's ``meta.scale_out.form``), or None."""

@@ -22,7 +22,7 @@ from egoeval.backends import (
     make_backend,
     request_key,
 )
-from egoeval.cache import ResponseCache
+from egoeval.cache import CACHE_MISS, ResponseCache
 from egoeval.errors import Interrupted
 from egoeval.limiter import AdaptiveLimiter, call_with_retries
 
@@ -110,7 +110,7 @@ class ModelClient:
                 self.hits += 1
             return self._done(key, *cached)
         if self.cache_only:
-            return Completion(None, "not in the response cache (cache-only mode)", key)
+            return Completion(None, f"{CACHE_MISS} (cache-only mode)", key)
         if self.broken is not None:
             raise self.broken
         start = time.monotonic()

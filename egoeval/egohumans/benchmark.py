@@ -29,5 +29,13 @@ class EgoHumans(Benchmark):
 
         return compare_report(metrics, settings.egohumans.compare)
 
+    def audit_report_kind(self, path: Path, data: Any) -> str | None:
+        return "tracks" if data is None and any(path.glob("*.txt")) else None
+
+    def audit_compare(self, kind: str, path: Path, data: Any, work: Path, tolerance: float, findings: Any) -> None:
+        from egoeval.egohumans.audit import compare_tracks
+
+        compare_tracks(path, work, tolerance, findings)
+
 
 BENCHMARK = EgoHumans()

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from egoeval.benchmarks import Benchmark, ReportPart
+from egoeval.benchmarks import AnswerOutput, Benchmark, ReportPart
 
 
 class EgoNormia(Benchmark):
@@ -40,6 +40,30 @@ class EgoNormia(Benchmark):
             raise InputError(args.metrics, "--map takes OURS=PUBLISHED")
         mapping = dict(item.split("=", 1) for item in args.map)
         return compare_report(metrics, settings.egonormia, args.dataset, mapping, args.split, args.table)
+
+    def answer_outputs(self) -> list[AnswerOutput]:
+        from egoeval.egonormia.artifacts import DESCRIPTIONS, RESPONSES
+
+        return [AnswerOutput(str(RESPONSES), "response"), AnswerOutput(str(DESCRIPTIONS), "description")]
+
+    def response_cache_dir(self, settings: Any) -> str | None:
+        return settings.egonormia.infer.cache_dir
+
+    def explain_output(self, path: str, pinned: Path, derived: Path) -> list[str]:
+        from egoeval.egonormia.artifacts import PREDICTIONS
+        from egoeval.egonormia.audit import explain_predictions
+
+        return explain_predictions(pinned, derived) if path == str(PREDICTIONS) else []
+
+    def audit_report_kind(self, path: Path, data: Any) -> str | None:
+        from egoeval.egonormia.audit import is_eval_json
+
+        return "eval-json" if isinstance(data, dict) and is_eval_json(data) else None
+
+    def audit_compare(self, kind: str, path: Path, data: Any, work: Path, tolerance: float, findings: Any) -> None:
+        from egoeval.egonormia.audit import compare_eval_json
+
+        compare_eval_json(path, data, work, tolerance, findings)
 
 
 BENCHMARK = EgoNormia()

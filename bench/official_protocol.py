@@ -1,6 +1,6 @@
-"""The official EgoHumans protocol (egoeval.metrics.official) vs mmtracking's eval_mot on py-motmetrics 1.4.0 with
-lap 0.4.0 in the official environment (tests/oracle_env.py: Python 3.8, NumPy 1, built once), on the same ~200k
-ground-truth boxes, one run; and ``--write-manifest`` throughput on an official-layout data root.
+"""The official EgoHumans protocol (egoeval.tracking.motmetrics.eval_mot) vs mmtracking's eval_mot on py-motmetrics
+1.4.0 with lap 0.4.0 in the official environment (tests/oracle_env.py: Python 3.8, NumPy 1, built once), on the same
+~200k ground-truth boxes, one run; and ``--write-manifest`` throughput on an official-layout data root.
 
 Goals: the official protocol at least 10x faster than py-motmetrics with identical numbers; pinning the 47,740
 test frames in minutes.
@@ -20,7 +20,7 @@ import pandas as pd
 from bench import OUT, save
 from bench.score_tracks import FRAMES, make_sequence
 from egoeval.io import sha256_file, sha256_files
-from egoeval.metrics.official import evaluate_official
+from egoeval.tracking.motmetrics import eval_mot
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from oracle_env import MotmetricsOracle, build
@@ -64,7 +64,7 @@ def bench_protocol() -> dict:
     best, ours = float("inf"), None
     for _ in range(3):
         start = time.perf_counter()
-        ours = evaluate_official(gt, pred)
+        ours = eval_mot(gt, pred)
         best = min(best, time.perf_counter() - start)
     diff, counts = max_difference(ours, theirs)
     result = {

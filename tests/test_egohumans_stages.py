@@ -17,7 +17,7 @@ import pytest
 import yaml
 from oracle_env import MotmetricsOracle, assert_equal_to_oracle
 
-from egoeval.egohumans import fetching, tracking
+from egoeval.egohumans import fetching, scoring, tracking
 from egoeval.egohumans.formats import (
     DETECTION_COLUMNS,
     ROOT_COLUMNS,
@@ -26,9 +26,10 @@ from egoeval.egohumans.formats import (
     read_detections_parquet,
     read_tracking_annotation,
 )
+from egoeval.egohumans.settings import ScoreSettings
 from egoeval.errors import InputError
 from egoeval.io import verify_manifest
-from egoeval.mot import read_mot, write_mot
+from egoeval.tracking.mot import read_mot, write_mot
 from stages.egohumans import detect, fetch, sample, score, track
 
 REPO = Path(__file__).resolve().parents[1]
@@ -403,7 +404,7 @@ def test_official_score_reads_ground_truth_as_the_dataset_class(
         copies = rows.iloc[::3].assign(id=rows["id"].iloc[::3] + 5000)
         write_mot(tracks / "duplicates" / path.name, pd.concat([rows, copies]))
     runs = ["bytetrack-gt", "duplicates"]
-    ours = score.score(tmp_path / "fetched/gt", tracks, runs, 0.5, protocol="official")
+    ours = scoring.score(tmp_path / "fetched/gt", tracks, runs, ScoreSettings(protocol="official", iou_threshold=0.5))
     for run in runs:
         theirs = motmetrics_oracle.evaluate(annotation, official_results(annotation, tracks / run))
         assert_equal_to_oracle(ours[run], theirs)
@@ -418,7 +419,9 @@ def test_trackeval_protocol_equals_trackeval(pipeline: Path, tmp_path: Path) -> 
 
     data = pipeline / "data/egohumans"
     runs = ["bytetrack-file", "botsort-gt"]
-    metrics = score.score(data / "fetched/gt", data / "tracks", runs, 0.5, protocol="trackeval")
+    metrics = scoring.score(
+        data / "fetched/gt", data / "tracks", runs, ScoreSettings(protocol="trackeval", iou_threshold=0.5)
+    )
     sequences = json.loads((pipeline / "data/egohumans/fetched/sequences.json").read_text())["sequences"]
     lengths = {s["name"]: s["length"] for s in sequences}
     gt = {name: pipeline / "data/egohumans/fetched/gt" / f"{name}.txt" for name in lengths}

@@ -33,7 +33,7 @@ from egoeval.egohumans.formats import (
 )
 from egoeval.errors import InputError
 from egoeval.io import PARAMS_FILE, read_json, read_parquet, write_parquet
-from egoeval.mot import read_mot
+from egoeval.tracking.mot import read_mot
 
 OUT_DIR = DETECTIONS
 ARCH_ONLY = "arch-only"

@@ -57,7 +57,7 @@ from egoeval.io import (
     write_manifest,
     write_parquet,
 )
-from egoeval.mot import write_mot
+from egoeval.tracking.mot import write_mot
 
 OUT_DIR = FETCHED
 

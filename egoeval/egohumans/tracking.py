@@ -25,7 +25,7 @@ from egoeval.egohumans.formats import ROOT_COLUMNS, read_detections_parquet
 from egoeval.egohumans.world import make_world_tracker
 from egoeval.errors import InputError
 from egoeval.io import PARAMS_FILE, read_json, read_parquet, replaced_dir
-from egoeval.mot import write_mot
+from egoeval.tracking.mot import write_mot
 
 MOT_COLUMNS = ["frame", "id", "x", "y", "w", "h", "conf"]
 

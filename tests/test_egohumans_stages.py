@@ -26,7 +26,7 @@ from egoeval.egohumans.formats import (
     read_detections_parquet,
     read_tracking_annotation,
 )
-from egoeval.egohumans.settings import ScoreSettings
+from egoeval.egohumans.settings import ScoreSettings, TrackerConfig
 from egoeval.errors import InputError
 from egoeval.io import verify_manifest
 from egoeval.tracking.mot import read_mot, write_mot
@@ -278,9 +278,9 @@ def test_tracks_and_scores(pipeline: Path) -> None:
 
 
 def test_tracking_is_deterministic(pipeline: Path, tmp_path: Path) -> None:
-    settings = _params()["egohumans"]["track"]["config"]["botsort"]
+    config = TrackerConfig(**_params()["egohumans"]["track"]["config"]["botsort"])
     data = pipeline / "data/egohumans"
-    tracking.track("botsort", data / "detections/file.parquet", data / "fetched", tmp_path / "again", settings)
+    tracking.track("botsort", config, data / "detections/file.parquet", data / "fetched", tmp_path / "again")
     assert _tree(tmp_path / "again") == _tree(data / "tracks/botsort-file")
 
 
@@ -292,8 +292,8 @@ def test_tracker_frames_without_detections(pipeline: Path, tmp_path: Path) -> No
     table = table[table["sequence"] != first]
     path = tmp_path / "fewer.parquet"
     table.to_parquet(path, index=False)
-    settings = _params()["egohumans"]["track"]["config"]["bytetrack"]
-    tracking.track("bytetrack", path, data / "fetched", tmp_path / "out", settings)
+    config = TrackerConfig(**_params()["egohumans"]["track"]["config"]["bytetrack"])
+    tracking.track("bytetrack", config, path, data / "fetched", tmp_path / "out")
     assert (tmp_path / "out" / f"{first}.txt").read_text() == ""
 
 

@@ -74,6 +74,7 @@ BAD = [
     ("egohumans.track.config.bytetrack.track_low_thresh", 0.5, ["track_low_thresh (0.5)", "track_high_thresh"]),
     ("egohumans.track.config.botsort.gmc_method", "optflow", ["gmc_method", "'sparseOptFlow'"]),
     ("egohumans.track.config.bytetrack.fuse_score", "yes", ["fuse_score", "true or false"]),
+    ("egohumans.track.config.botsort.with_reid", True, ["egohumans.track.config.botsort", "with_reid must be false"]),
     ("egohumans.fetch.source", "s3", ["egohumans.fetch.source", "'local'"]),
     ("egohumans.fetch.modality", "rgb", ["egohumans.fetch.modality", "'ego_rgb'", "'exo'"]),
     ("egohumans.fetch.annotation", "/data/x.json", ["egohumans.fetch", "relative to the data root"]),

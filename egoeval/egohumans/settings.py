@@ -74,14 +74,15 @@ def packaged_trackers() -> dict[str, dict[str, Any]]:
     return {**trackers, **own}
 
 
-# egoeval's own trackers (egohumans/egomotion.py, egohumans/world.py), each with its YAML of defaults beside this file
-OWN_TRACKERS = [Path(__file__).with_name(f"{name}.yaml") for name in ("egomotion", "world")]
+# egoeval's own trackers (egoeval.egohumans.trackers), each with its YAML of defaults beside its module
+OWN_TRACKERS = sorted((Path(__file__).parent / "trackers").glob("*.yaml"))
 OWN_RANGES = {"root_noise": (0.0, 1.0), "walk_noise_m": (1e-6, 1.0), "gate_probability": (0.5, 0.999999)}
 GMC_METHODS = ("none", "sparseOptFlow", "orb", "sift", "ecc")
 
 
 class TrackerConfig(Section):
-    """One tracker run: ``tracker_type`` (a tracker of the pinned ultralytics) and every key of its packaged YAML.
+    """One tracker run: ``tracker_type`` (a tracker of the pinned ultralytics or of egoeval.egohumans.trackers) and
+    every key of its packaged YAML.
 
     The keys all trackers share are typed here; the others must be exactly the packaged YAML's, each of its
     default's type (an integer is a valid number). ``gmc_method`` (where the tracker has it) is one of GMC_METHODS.
@@ -132,6 +133,8 @@ class TrackerConfig(Section):
                 raise ValueError(f"{key} = {extra[key]!r}: must lie in [{low}, {high}]")
         if "gmc_method" in extra and extra["gmc_method"] not in GMC_METHODS:
             raise ValueError(f"gmc_method = {extra['gmc_method']!r}: must be one of {list(GMC_METHODS)}")
+        if extra.get("with_reid"):
+            raise ValueError("with_reid must be false (appearance ReID needs a model, and nothing is downloaded)")
         return self
 
 
@@ -149,10 +152,6 @@ class TrackSettings(Section):
             if "-" in name or "/" in name:
                 raise ValueError(f"trackers[{i}] = {name!r}: a run name has no '-' or '/'")
         return self
-
-    def settings_of(self, name: str) -> dict[str, Any]:
-        """The ultralytics settings of the configured tracker ``name`` (every key, extras included)."""
-        return self.config[name].model_dump()
 
 
 class ScoreSettings(Section):

@@ -87,6 +87,7 @@ def bench_protocol() -> dict:
 
 def bench_manifest() -> dict:
     from egoeval.egohumans.fetching import write_root_manifest
+    from egoeval.egohumans.settings import FetchSettings
 
     root = OUT / "manifest_root"
     shutil.rmtree(root, ignore_errors=True)
@@ -111,11 +112,19 @@ def bench_manifest() -> dict:
     import json
 
     annotation.write_text(json.dumps(doc))
-    params = {"annotation": "benchmark/x/all/coco_track/tracking_{modality}.json", "modality": "ego_rgb"}
-    params |= {"detections": None, "duplicate_videos": "error"}
+    settings = FetchSettings(
+        source="local",
+        path=str(root),
+        annotation="benchmark/x/all/coco_track/tracking_{modality}.json",
+        modality="ego_rgb",
+        manifest=str(root / "manifest.sha256"),
+        detections=None,
+        duplicate_videos="error",
+        camera_model="aria_fisheye",
+    )
     os.sync()
     start = time.perf_counter()
-    names = write_root_manifest(root, params, ["gt"])
+    names = write_root_manifest(root, settings, ["gt"])
     parallel_s = time.perf_counter() - start
     start = time.perf_counter()
     sha256_files(root, names)

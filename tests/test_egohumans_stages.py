@@ -26,9 +26,10 @@ from egoeval.egohumans.formats import (
     read_detections_parquet,
     read_tracking_annotation,
 )
-from egoeval.egohumans.settings import ScoreSettings, TrackerConfig
+from egoeval.egohumans.settings import DetectSettings, FetchSettings, SampleSettings, ScoreSettings, TrackerConfig
 from egoeval.errors import InputError
 from egoeval.io import verify_manifest
+from egoeval.settings import validate_params
 from egoeval.tracking.mot import read_mot, write_mot
 from stages.egohumans import detect, fetch, sample, score, track
 
@@ -58,10 +59,16 @@ def _params(**sample_overrides: Any) -> dict[str, Any]:
     return params
 
 
-def _fetch_params(root: Path, **changes: Any) -> dict[str, Any]:
+def _fetch_params(root: Path, **changes: Any) -> FetchSettings:
     """egohumans.fetch for a data root ``root`` pinned by ``root/manifest.sha256``."""
     fetch_params = _params()["egohumans"]["fetch"]
-    return {**fetch_params, "source": "local", "path": str(root), "manifest": str(root / "manifest.sha256"), **changes}
+    local = {"source": "local", "path": str(root), "manifest": str(root / "manifest.sha256")}
+    return FetchSettings(**{**fetch_params, **local, **changes})
+
+
+def _detect_settings(**changes: Any) -> DetectSettings:
+    """egohumans.detect of ``_params`` with ``changes``."""
+    return DetectSettings(**{**_params()["egohumans"]["detect"], **changes})
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +92,7 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 def test_sample_is_byte_identical_on_rerun(tmp_path: Path) -> None:
-    small = sample.SampleParams(**{**SMALL, "sequences": 1, "frames": 40})
+    small = SampleSettings(**{**SMALL, "sequences": 1, "frames": 40})
     sample.generate_sample(tmp_path / "a", small)
     sample.generate_sample(tmp_path / "b", small)
     first, second = _tree(tmp_path / "a"), _tree(tmp_path / "b")
@@ -94,7 +101,7 @@ def test_sample_is_byte_identical_on_rerun(tmp_path: Path) -> None:
     assert len([name for name in first if "/calib/" in name]) == 40
     names = sorted(n for n in first if n != "manifest.sha256")
     verify_manifest(tmp_path / "a" / "manifest.sha256", tmp_path / "a", names)
-    sample.generate_sample(tmp_path / "c", sample.SampleParams(**{**SMALL, "sequences": 1, "frames": 40, "seed": 4}))
+    sample.generate_sample(tmp_path / "c", SampleSettings(**{**SMALL, "sequences": 1, "frames": 40, "seed": 4}))
     assert _tree(tmp_path / "c")[ANNOTATION] != first[ANNOTATION]
 
 
@@ -216,9 +223,11 @@ def test_fetch_refuses_malicious_pickle_even_when_pinned(pipeline: Path, tmp_pat
     assert not marker.exists()
 
 
-def test_fetch_requires_a_manifest(pipeline: Path, tmp_path: Path) -> None:
+def test_fetch_requires_a_manifest() -> None:
+    params = _params()
+    params["egohumans"]["fetch"]["manifest"] = None
     with pytest.raises(InputError, match=r"egohumans\.fetch\.manifest"):
-        fetching.fetch(_fetch_params(pipeline / "data/egohumans/sample", manifest=None), tmp_path / "fetched", MODES)
+        validate_params(params)
 
 
 # ----------------------------------------------------------------------------------------- detect, track, score
@@ -243,7 +252,7 @@ def test_detect_official_without_the_pickle_names_it(pipeline: Path, tmp_path: P
     (source / OFFICIAL_PKL).unlink()
     fetching.fetch(_fetch_params(source), tmp_path / "fetched", MODES)
     with pytest.raises(InputError, match=r"no detections_ego_rgb\.pkl beside benchmark/sample/all/coco_track"):
-        detect.detect("official", tmp_path / "fetched", tmp_path / "official.parquet", _params()["egohumans"]["detect"])
+        detect.detect("official", tmp_path / "fetched", tmp_path / "official.parquet", _detect_settings())
 
 
 def test_tracks_and_scores(pipeline: Path) -> None:
@@ -302,21 +311,15 @@ def test_tracker_frames_without_detections(pipeline: Path, tmp_path: Path) -> No
 
 @pytest.fixture
 def tiny_fetched(tmp_path: Path) -> Path:
-    sample.generate_sample(tmp_path / "sample", sample.SampleParams(**{**SMALL, "sequences": 1, "frames": 3}))
+    sample.generate_sample(tmp_path / "sample", SampleSettings(**{**SMALL, "sequences": 1, "frames": 3}))
     fetching.fetch(_fetch_params(tmp_path / "sample"), tmp_path / "fetched", MODES)
     return tmp_path / "fetched"
 
 
 def test_yolo_architecture_only_end_to_end(tiny_fetched: Path, tmp_path: Path) -> None:
-    params = {
-        **_params()["egohumans"]["detect"],
-        "yolo_weights": "arch-only",
-        "yolo_batch": 2,
-        "yolo_imgsz": 320,
-        "yolo_conf": 0.001,
-    }
+    settings = _detect_settings(yolo_weights="arch-only", yolo_batch=2, yolo_imgsz=320, yolo_conf=0.001)
     out = tmp_path / "yolo.parquet"
-    detect.detect("yolo", tiny_fetched, out, params)
+    detect.detect("yolo", tiny_fetched, out, settings)
     table = pd.read_parquet(out)  # random weights: maybe no boxes at all; the plumbing is what is checked
     assert list(table.columns) == DETECTION_COLUMNS
     assert table["frame"].dtype == np.int64 and table["score"].dtype == np.float64
@@ -325,12 +328,11 @@ def test_yolo_architecture_only_end_to_end(tiny_fetched: Path, tmp_path: Path) -
 
 
 def test_yolo_without_weights_is_a_clear_error(tiny_fetched: Path, tmp_path: Path) -> None:
-    params = {**_params()["egohumans"]["detect"], "yolo_weights": None}
     with pytest.raises(InputError, match=r"egohumans\.detect\.yolo_weights is not set"):
-        detect.detect("yolo", tiny_fetched, tmp_path / "yolo.parquet", params)
+        detect.detect("yolo", tiny_fetched, tmp_path / "yolo.parquet", _detect_settings(yolo_weights=None))
     missing = tmp_path / "yolo11n.pt"
     with pytest.raises(InputError, match="names no such file") as err:
-        detect.detect("yolo", tiny_fetched, tmp_path / "yolo.parquet", {**params, "yolo_weights": str(missing)})
+        detect.detect("yolo", tiny_fetched, tmp_path / "yolo.parquet", _detect_settings(yolo_weights=str(missing)))
     assert str(missing) in str(err.value)
     assert not missing.exists() and not (tmp_path / "yolo.parquet").exists()
 

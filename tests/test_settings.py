@@ -70,6 +70,8 @@ BAD = [
     ("egohumans.detect.modes", ["detector"], ["egohumans.detect.modes[0]", "'detector'"]),
     ("egohumans.detect.yolo_imgsz", 650, ["yolo_imgsz", "multiple of 32"]),
     ("egohumans.detect.yolo_conf", 25, ["yolo_conf", "percent"]),
+    ("egohumans.detect.yolo_model", "yolo11n.pt", ["egohumans.detect.yolo_model", "architecture .yaml", "yolo11n.pt"]),
+    ("egohumans.fetch.manifest", None, ["egohumans.fetch.manifest", "must name the sha256 manifest"]),
     ("egohumans.track.trackers", ["deepsort"], ["egohumans.track", "trackers[0] = 'deepsort'"]),
     ("egohumans.track.config.bytetrack.track_low_thresh", 0.5, ["track_low_thresh (0.5)", "track_high_thresh"]),
     ("egohumans.track.config.botsort.gmc_method", "optflow", ["gmc_method", "'sparseOptFlow'"]),

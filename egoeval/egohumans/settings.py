@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import AfterValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, field_validator, model_validator
 
 from egoeval.io import relative_path_problem
 from egoeval.settings import Fraction, NonEmptyStr, NonNegativeInt, PositiveInt, Section, unique_list
@@ -36,10 +36,20 @@ class FetchSettings(Section):
     path: NonEmptyStr  # the data root; images' file_name are relative to it
     annotation: NonEmptyStr  # relative to the root; {modality} is filled in
     modality: Literal["ego_rgb", "ego_slam", "exo"]
-    manifest: NonEmptyStr | None
+    manifest: NonEmptyStr  # the sha256 manifest pinning every file read under the root
     detections: NonEmptyStr | None  # detections the user brings (mode file), relative to the root
     duplicate_videos: Literal["error", "drop"]
     camera_model: Literal["aria_fisheye", "pinhole"]  # how the calibration's 15 intrinsics map rays to pixels
+
+    @field_validator("manifest", mode="before")
+    @classmethod
+    def _manifest_named(cls, value: Any) -> Any:
+        if value is None:
+            raise ValueError(
+                "must name the sha256 manifest pinning the inputs (python -m stages.egohumans.fetch --write-manifest "
+                "ROOT writes ROOT/manifest.sha256)"
+            )
+        return value
 
     @model_validator(mode="after")
     def _relative(self) -> FetchSettings:
@@ -50,12 +60,18 @@ class FetchSettings(Section):
         return self
 
 
+def _architecture(value: str) -> str:
+    if not value.endswith((".yaml", ".yml")):
+        raise ValueError(f"must be an architecture .yaml of the pinned ultralytics (e.g. yolo11n.yaml), got {value!r}")
+    return value
+
+
 class DetectSettings(Section):
     """``egohumans.detect``: detection modes and the YOLO detector (local weights only)."""
 
     modes: Annotated[list[DetectionMode], Field(min_length=1), AfterValidator(unique_list)]
-    yolo_weights: NonEmptyStr | None
-    yolo_model: NonEmptyStr
+    yolo_weights: NonEmptyStr | None  # a local .pt file, or "arch-only" (the untrained yolo_model)
+    yolo_model: Annotated[NonEmptyStr, AfterValidator(_architecture)]  # what yolo_weights: arch-only builds
     yolo_conf: Fraction
     yolo_batch: PositiveInt
     yolo_imgsz: Annotated[int, Field(ge=32, le=4096, multiple_of=32)]

@@ -9,6 +9,7 @@ import json
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import get_args
 
 import numpy as np
 import pandas as pd
@@ -18,8 +19,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracle_env import MotmetricsOracle, assert_equal_to_oracle
 
-from egoeval.egohumans.evaluators import evaluator
+from egoeval.egohumans.evaluators import EVALUATORS, PROTOCOLS, evaluator
 from egoeval.egohumans.score_tracks import score_folders
+from egoeval.egohumans.settings import ScoreSettings
 from egoeval.tracking.lapjv import LARGE, lapjv
 from egoeval.tracking.mot import COLUMNS, read_mot, write_mot
 from egoeval.tracking.motmetrics import _expensive_edges, assign, eval_mot
@@ -267,6 +269,15 @@ def test_cli_protocols(motmetrics_oracle: MotmetricsOracle, tmp_path: Path) -> N
     assert (official["protocol"], trackeval["protocol"]) == ("official", "trackeval")
     assert_equal_to_oracle(official, motmetrics_oracle.evaluate_mot(*tud()))
     assert official["COMBINED"]["HOTA"] == trackeval["COMBINED"]["HOTA"]
+
+
+def test_the_protocols_params_accept_are_the_evaluators() -> None:
+    """egohumans.score.protocol, `score-tracks --protocol` and the registry name the same evaluators."""
+    accepted = get_args(ScoreSettings.model_fields["protocol"].annotation)
+    assert sorted(accepted) == sorted(EVALUATORS) == sorted(PROTOCOLS)
+    assert all(evaluator(name).name == name for name in accepted)
+    with pytest.raises(ValueError, match="protocol must be one of"):
+        evaluator("motchallenge")
 
 
 # --- the LAPJV port ---------------------------------------------------------------------------------------------

@@ -7,6 +7,10 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
+Tracks = dict[str, pd.DataFrame]  # read_mot tables by sequence
+Lengths = dict[str, int]  # frames by sequence
+Scores = dict[str, Any]  # {"protocol": name, "COMBINED": summary, "sequences": {sequence: summary}}
+
 
 class Evaluator(ABC):
     """One scoring protocol: which ground-truth rows its dataset reader passes on, and how tracks are scored.
@@ -25,13 +29,8 @@ class Evaluator(ABC):
         return gt
 
     @abstractmethod
-    def evaluate(
-        self,
-        gt: dict[str, pd.DataFrame],
-        pred: dict[str, pd.DataFrame],
-        iou_threshold: float = 0.5,
-        seq_lengths: dict[str, int] | None = None,
-    ) -> dict[str, Any]:
+    def evaluate(self, gt: Tracks, pred: Tracks, iou: float = 0.5, seq_lengths: Lengths | None = None) -> Scores:
         """``{"protocol": name, "COMBINED": summary, "sequences": {sequence: summary}}`` of read_mot DataFrames by
-        sequence. ``gt`` holds every row (``conf == 0`` marks ignore boxes); a sequence missing from ``pred`` has no
-        tracker boxes. ``seq_lengths`` (seqinfo.ini's seqLength) matter where a protocol counts frames."""
+        sequence, boxes matching at IoU >= ``iou``. ``gt`` holds every row (``conf == 0`` marks ignore boxes); a
+        sequence missing from ``pred`` has no tracker boxes. ``seq_lengths`` (seqinfo.ini's seqLength) matter where a
+        protocol counts frames."""

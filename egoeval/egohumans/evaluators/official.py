@@ -10,12 +10,12 @@ infinity (py-motmetrics' ``x / 0``) become None.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
-from egoeval.egohumans.evaluators.base import Evaluator
+from egoeval.egohumans.evaluators.base import Evaluator, Lengths, Scores, Tracks
 from egoeval.egohumans.formats import dataset_keeps
 from egoeval.tracking.hota import HOTA
 from egoeval.tracking.motmetrics import eval_mot
@@ -39,18 +39,12 @@ class Official(Evaluator):
         keep = dataset_keeps(boxes, boxes[:, 2] * boxes[:, 3], width, height)
         return gt[keep].reset_index(drop=True)
 
-    def evaluate(
-        self,
-        gt: dict[str, pd.DataFrame],
-        pred: dict[str, pd.DataFrame],
-        iou_threshold: float = 0.5,
-        seq_lengths: dict[str, int] | None = None,
-    ) -> dict[str, Any]:
-        result = eval_mot(gt, pred, iou_threshold)
+    def evaluate(self, gt: Tracks, pred: Tracks, iou: float = 0.5, seq_lengths: Lengths | None = None) -> Scores:
+        result = eval_mot(gt, pred, iou)
         names = list(result["sequences"])
         if names:
             kept = {name: kept_ground_truth(gt[name]) for name in names}
-            hota = evaluate(kept, pred, iou_threshold, seq_lengths, units=[HOTA()])
+            hota = evaluate(kept, pred, iou, seq_lengths, units=[HOTA()])
             for name, res in [*hota["sequences"].items(), ("COMBINED", hota["COMBINED"])]:
                 target = result["COMBINED"] if name == "COMBINED" else result["sequences"][name]
                 target |= {field: float(100 * np.mean(res["HOTA"][field])) for field in PERCENT["HOTA"]}

@@ -6,23 +6,15 @@ class filtering; every ground-truth sequence is scored (one without tracker outp
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
-import pandas as pd
-
-from egoeval.egohumans.evaluators.base import Evaluator
+from egoeval.egohumans.evaluators.base import Evaluator, Lengths, Scores, Tracks
 from egoeval.tracking.trackeval import evaluate_sequences, kept_ground_truth
 
 
 class TrackEval(Evaluator):
     name: ClassVar[str] = "trackeval"
 
-    def evaluate(
-        self,
-        gt: dict[str, pd.DataFrame],
-        pred: dict[str, pd.DataFrame],
-        iou_threshold: float = 0.5,
-        seq_lengths: dict[str, int] | None = None,
-    ) -> dict[str, Any]:
+    def evaluate(self, gt: Tracks, pred: Tracks, iou: float = 0.5, seq_lengths: Lengths | None = None) -> Scores:
         kept = {name: kept_ground_truth(df) for name, df in gt.items()}
-        return {"protocol": self.name, **evaluate_sequences(kept, pred, iou_threshold, seq_lengths)}
+        return {"protocol": self.name, **evaluate_sequences(kept, pred, iou, seq_lengths)}

@@ -22,8 +22,8 @@ from egoeval.egonormia.artifacts import read_items
 from egoeval.egonormia.inference import run_inference
 from egoeval.egonormia.schema import read_official_json
 from egoeval.errors import InputError
-from egoeval.mot import read_mot
 from egoeval.stage import command_env
+from egoeval.tracking.mot import read_mot
 from stages.egonormia import infer as infer_stage
 from stages.egonormia.parse import parse_responses
 

@@ -13,8 +13,8 @@ from egoeval.settings import load_settings
 
 def compare_tracks(path: Path, work: Path, tolerance: float, findings: Findings) -> None:
     """Tracker results scored against the pinned ground truth, against the re-derived run of that name (or any)."""
-    from egoeval.metrics import score_protocol
-    from egoeval.mot import read_mot, read_mot_folder
+    from egoeval.egohumans.evaluators import evaluator
+    from egoeval.tracking.mot import read_mot, read_mot_folder
 
     gt = {name: read_mot(path, kind="pred") for name, path in read_mot_folder(work / GT_DIR).items()}
     found = read_mot_folder(path)
@@ -23,7 +23,7 @@ def compare_tracks(path: Path, work: Path, tolerance: float, findings: Findings)
         findings.differ(f"sequences not in the pinned ground truth: {unknown}")
     pred = {name: read_mot(path, kind="pred") for name, path in found.items() if name in gt}
     settings = load_settings(work / "params.yaml").egohumans.score
-    scored = score_protocol(gt, pred, settings.protocol, iou_threshold=settings.iou_threshold)
+    scored = evaluator(settings.protocol).evaluate(gt, pred, settings.iou_threshold)
     runs = json.loads((work / "metrics/egohumans.json").read_text())
     names = [path.name] if path.name in runs else sorted(runs)
     trials = []

@@ -25,9 +25,9 @@ class EgoHumans(Benchmark):
         return report(root, settings)
 
     def compare(self, metrics: Any, settings: Any, args: argparse.Namespace) -> str:
-        from egoeval.egohumans.published import compare_report
+        from egoeval.egohumans.published import compare_published
 
-        return compare_report(metrics, settings.egohumans.compare)
+        return compare_published(metrics, settings.egohumans.compare)
 
     def audit_report_kind(self, path: Path, data: Any) -> str | None:
         return "tracks" if data is None and any(path.glob("*.txt")) else None

@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
             args.mode,
             FETCHED,
             OUT_DIR / f"{args.mode}.parquet",
-            load_settings().egohumans.detect.model_dump(),
+            load_settings().egohumans.detect,
             args.arch_only,
         )
         print(f"{args.mode}: {len(table)} boxes over {table['sequence'].nunique()} sequences")

@@ -27,12 +27,11 @@ def main(argv: list[str] | None = None) -> int:
 
     def body() -> None:
         settings = load_settings().egohumans
-        params, modes = settings.fetch.model_dump(), settings.detect.modes
         if args.write_manifest is not None:
-            names = write_root_manifest(args.write_manifest, params, modes, args.manifest)
+            names = write_root_manifest(args.write_manifest, settings.fetch, settings.detect.modes, args.manifest)
             print(f"pinned {len(names)} files under {args.write_manifest}", file=sys.stderr)
             return
-        summary = fetch(params, OUT_DIR, modes)
+        summary = fetch(settings.fetch, OUT_DIR, settings.detect.modes)
         found = [kind for kind, name in summary["detections"].items() if name]
         print(f"fetched {len(summary['sequences'])} sequences (detections: {found or 'none'}) to {OUT_DIR}")
 

@@ -2,7 +2,8 @@
 
 Nothing here names a benchmark. The settings root (``egoeval.settings``), the report page, ``egoeval compare``, the
 audit and the sharded flows iterate :func:`registry`; a new benchmark is a new package with a ``benchmark.py`` (plus
-its stages in dvc.yaml and its section in params.yaml), and no shared module changes.
+its stages in dvc.yaml and its section in params.yaml), and no shared module changes. A stage of one benchmark
+imports that benchmark only (:func:`benchmark`), so adding a benchmark re-runs none of the others' stages.
 """
 
 from __future__ import annotations
@@ -112,17 +113,33 @@ class ScaleOut:
 
 
 @cache
-def registry() -> dict[str, Benchmark]:
-    """Every benchmark package's ``BENCHMARK``, by name, in report order."""
+def benchmark_names() -> tuple[str, ...]:
+    """The names of the benchmark packages (a package's name is its benchmark's), found without importing them."""
     import egoeval
 
-    found: list[Benchmark] = []
-    for module in pkgutil.iter_modules(egoeval.__path__):
-        if module.ispkg and (Path(module.module_finder.path) / module.name / "benchmark.py").is_file():  # type: ignore[union-attr]
-            found.append(importlib.import_module(f"egoeval.{module.name}.benchmark").BENCHMARK)
+    return tuple(
+        sorted(
+            module.name
+            for module in pkgutil.iter_modules(egoeval.__path__)
+            if module.ispkg and (Path(module.module_finder.path) / module.name / "benchmark.py").is_file()  # type: ignore[union-attr]
+        )
+    )
+
+
+@cache
+def benchmark(name: str) -> Benchmark:
+    """The benchmark of that name; imports its package's ``benchmark.py`` only (a stage of one benchmark loads no
+    other's code)."""
+    if name not in benchmark_names():
+        raise KeyError(f"no benchmark {name!r} (known: {', '.join(benchmark_names())})")
+    found: Benchmark = importlib.import_module(f"egoeval.{name}.benchmark").BENCHMARK
+    if found.name != name:
+        raise TypeError(f"egoeval/{name}/benchmark.py: BENCHMARK.name is {found.name!r}, not its package's name")
+    return found
+
+
+@cache
+def registry() -> dict[str, Benchmark]:
+    """Every benchmark, by name, in report order."""
+    found = [benchmark(name) for name in benchmark_names()]
     return {b.name: b for b in sorted(found, key=lambda b: (b.order, b.name))}
-
-
-def benchmark(name: str) -> Benchmark | None:
-    """The registered benchmark of that name, or None."""
-    return registry().get(name)

@@ -54,7 +54,7 @@ from egoeval.egonormia.prompts import (
 )
 from egoeval.errors import InputError, TransientFailure
 from egoeval.io import PARAMS_FILE
-from egoeval.settings import load_settings
+from egoeval.settings import benchmark_settings
 
 
 @dataclass(frozen=True)
@@ -278,7 +278,7 @@ class InferenceInputs(NamedTuple):
 
 def inference_inputs(root: Path = Path(".")) -> InferenceInputs:
     """``run_inference``'s arguments as the infer stage reads them under ``root``."""
-    params = load_settings(root / PARAMS_FILE).egonormia
+    params = benchmark_settings("egonormia", root / PARAMS_FILE)
     infer = params.infer.model_dump()
     return InferenceInputs(
         read_items(root / ITEMS),

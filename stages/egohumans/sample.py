@@ -40,7 +40,7 @@ from tqdm import tqdm
 from egoeval.egohumans.artifacts import SAMPLE
 from egoeval.egohumans.settings import SampleSettings
 from egoeval.io import atomic_write_bytes, atomic_write_text, replaced_dir, write_json, write_manifest
-from egoeval.settings import load_settings
+from egoeval.settings import benchmark_settings
 from egoeval.stage import run_stage
 
 OUT_DIR = SAMPLE
@@ -552,7 +552,7 @@ def _generate_into(root: Path, params: SampleSettings) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
-    return run_stage(lambda: generate_sample(OUT_DIR, load_settings().egohumans.sample))
+    return run_stage(lambda: generate_sample(OUT_DIR, benchmark_settings("egohumans").sample), benchmark="egohumans")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from egoeval.egohumans.artifacts import GT_DIR, HEAD_SPEED_PLOT, IMAGES, METRICS
 from egoeval.egohumans.head_speed import head_speed_table, head_speeds
 from egoeval.egohumans.scoring import read_runs, run_names, score_runs, sequence_table
 from egoeval.io import json_bytes, outputs_together, read_parquet
-from egoeval.settings import load_settings
+from egoeval.settings import benchmark_settings
 from egoeval.stage import run_stage
 
 
@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def body() -> None:
         with outputs_together(METRICS_FILE, SEQUENCES_PLOT, HEAD_SPEED_PLOT) as outputs:
-            params = load_settings().egohumans
+            params = benchmark_settings("egohumans")
             gt, tracks = read_runs(GT_DIR, TRACKS, run_names(params))
             results = score_runs(gt, tracks, params.score)
             speeds = head_speeds(read_parquet(IMAGES, ["sequence", "frame", "extrinsics"]))
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
             shown = "  ".join(f"{k} {combined.get(k) or float('nan'):.2f}" for k in ("HOTA", "IDF1", "MOTA"))
             print(f"{run} ({result['protocol']}): {shown}")
 
-    return run_stage(body)
+    return run_stage(body, benchmark="egohumans")
 
 
 if __name__ == "__main__":

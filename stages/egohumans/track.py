@@ -15,7 +15,7 @@ from egoeval.egohumans.formats import DETECTION_MODES
 from egoeval.egohumans.tracking import track
 from egoeval.errors import InputError
 from egoeval.io import PARAMS_FILE
-from egoeval.settings import load_settings
+from egoeval.settings import benchmark_settings
 from egoeval.stage import run_stage
 
 OUT_DIR = TRACKS
@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def body() -> None:
         run = f"{args.tracker}-{args.mode}"
-        configured = load_settings().egohumans.track
+        configured = benchmark_settings("egohumans").track
         if args.tracker not in configured.config:
             known = ", ".join(sorted(configured.config))
             raise InputError(PARAMS_FILE, f"--tracker {args.tracker!r}: not a key of egohumans.track.config ({known})")
@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = track(args.tracker, config, DETECTIONS / f"{args.mode}.parquet", FETCHED, OUT_DIR / run)
         print(f"{run}: {rows} track boxes")
 
-    return run_stage(body)
+    return run_stage(body, benchmark="egohumans")
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ from egoeval.egonormia.artifacts import (
 from egoeval.egonormia.prompts import describe_request
 from egoeval.errors import InputError, TransientFailure
 from egoeval.io import write_parquet
-from egoeval.settings import load_settings
+from egoeval.settings import benchmark_settings
 from egoeval.stage import run_stage
 
 COLUMNS = ["id", "description", "source", "error", "request_key"]  # request_key: "" unless asked of a model
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(description=__doc__).parse_args(argv)
 
     def run() -> None:
-        settings = load_settings().egonormia
+        settings = benchmark_settings("egonormia")
         describe = settings.describe.model_dump()
         source = describe["source"]
         items = read_table(ITEMS, ["id"])
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"describe: {row.id}: {row.error}", file=sys.stderr)
         print(f"describe: {len(table)} clips ({source}) written to {DESCRIPTIONS}", file=sys.stderr)
 
-    return run_stage(run)
+    return run_stage(run, benchmark="egonormia")
 
 
 if __name__ == "__main__":

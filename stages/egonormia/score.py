@@ -42,7 +42,7 @@ from egoeval.egonormia.scoring import (
 )
 from egoeval.errors import InputError
 from egoeval.io import json_bytes, outputs_together, read_parquet
-from egoeval.settings import load_settings
+from egoeval.settings import benchmark_settings
 from egoeval.stage import run_stage
 
 ITEM_COLUMNS = ("id", "correct_idx", "sensible_idx", "taxonomy", "verified")
@@ -110,12 +110,12 @@ def main(argv: list[str] | None = None) -> int:
             items = read_table(ITEMS, list(ITEM_COLUMNS))
             if not PREDICTIONS.is_file():
                 raise InputError(PREDICTIONS, "file not found (run the parse stage first)")
-            params = load_settings().egonormia.score.model_dump()
+            params = benchmark_settings("egonormia").score.model_dump()
             metrics, categories = score(items, read_parquet(PREDICTIONS), params)
             outputs.write(METRICS_FILE, json_bytes(metrics))
             outputs.write(CATEGORIES_FILE, categories.to_csv(index=False, lineterminator="\n").encode())
 
-    return run_stage(run)
+    return run_stage(run, benchmark="egonormia")
 
 
 if __name__ == "__main__":

@@ -138,6 +138,28 @@ def test_unknown_section_and_not_a_mapping() -> None:
         validate_params(["egonormia"])
 
 
+def test_one_benchmarks_stage_validates_and_imports_that_benchmark_only(tmp_path: Path) -> None:
+    """A stage checks its own section (the params stage checks the whole file first) and loads no other benchmark's
+    code, so adding or editing a benchmark re-runs none of the others' stages."""
+    params = edited("egohumans.score.iou_threshold", 50)
+    params["egonormia"]["model"]["temprature"] = 0.7
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    for own, other, bad in [("egohumans", "egonormia", "iou_threshold"), ("egonormia", "egohumans", "temprature")]:
+        probe = (
+            "import sys; from egoeval.settings import load_settings; from egoeval.errors import ParamsError\n"
+            f"try: load_settings({str(tmp_path / 'params.yaml')!r}, only={own!r})\n"
+            "except ParamsError as error: print(error)\n"
+            f"print(sorted(m for m in sys.modules if m.startswith('egoeval.{other}')))"
+        )
+        run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+        assert bad in run.stdout and run.stdout.rstrip().endswith("[]"), run.stdout
+    for section in ("egonormia", "egohumans"):  # every section is still required, and no unknown one is accepted
+        with pytest.raises(ParamsError, match=f"{section}: missing"):
+            validate_params({k: v for k, v in BASE.items() if k != section}, only="egonormia")
+    with pytest.raises(ParamsError, match="egonormiaa: unknown key"):
+        validate_params({**BASE, "egonormiaa": {}}, only="egohumans")
+
+
 def test_the_repository_params_are_valid() -> None:
     settings = load_settings(REPO / "params.yaml")
     assert settings.egonormia.infer.settings == ["blind", "pipeline", "video"]

@@ -9,6 +9,7 @@ imports that benchmark only (:func:`benchmark`), so adding a benchmark re-runs n
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib
 import pkgutil
 from dataclasses import dataclass
@@ -99,8 +100,12 @@ class Benchmark:
 
 
 class ScaleOut:
-    """A stage that runs in shards: ``plan`` splits its work, ``run`` does one shard anywhere (a Dask worker),
-    ``merge`` writes the stage's output from the parts in the single-process run's order."""
+    """A stage that runs in shards (dvc.yaml ``meta.scale_out``; flows/shard.py runs it on a Dask cluster).
+
+    ``plan`` reads the stage's inputs under ``root`` and splits its work (each shard picklable, with absolute paths:
+    a worker may run anywhere on a shared filesystem), ``run`` does one shard, ``merge`` writes the stage's output
+    from the shards' tables, byte-identical to the single-process stage. ``options``: the meta's other keys.
+    """
 
     def plan(self, root: Path, shards: int, **options: Any) -> list[Any]:
         raise NotImplementedError
@@ -108,8 +113,13 @@ class ScaleOut:
     def run(self, shard: Any) -> pd.DataFrame:
         raise NotImplementedError
 
-    def merge(self, root: Path, parts: list[pd.DataFrame]) -> Path:
+    def merge(self, root: Path, parts: list[pd.DataFrame], **options: Any) -> Path:
         raise NotImplementedError
+
+
+def shard_of(key: str, shards: int) -> int:
+    """A stable shard number for a key (the same on every machine and Python process)."""
+    return int.from_bytes(hashlib.sha256(key.encode("utf-8")).digest()[:8], "big") % shards
 
 
 @cache

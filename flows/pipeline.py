@@ -129,15 +129,12 @@ def stop_process_group(proc: subprocess.Popen[str], grace_s: float = 10.0) -> No
     proc.wait()
 
 
-def _run_sharded(root: str, stage: str, scale_out: dict[str, str]) -> None:
+def _run_sharded(root: str, stage: str, benchmark: str, scale_out: dict[str, str]) -> None:
     """The stage's sharded form on the Dask cluster, then ``dvc commit`` records it in dvc.lock like a repro would."""
-    from flows.shard import SCALE_OUT
+    from flows.shard import run_sharded_stage
 
-    form, options = scale_out.get("form", ""), {k: v for k, v in scale_out.items() if k != "form"}
-    if form not in SCALE_OUT:
-        raise StageFailed(stage, EXIT_BAD_INPUT, f"dvc.yaml meta.scale_out.form {form!r}; known: {sorted(SCALE_OUT)}")
     try:
-        SCALE_OUT[form](root, **options)
+        run_sharded_stage(root, benchmark, scale_out)
     except InputError as error:
         raise StageFailed(stage, EXIT_BAD_INPUT, str(error)) from error
     except TransientFailure as error:
@@ -146,7 +143,7 @@ def _run_sharded(root: str, stage: str, scale_out: dict[str, str]) -> None:
 
 
 @task(name="stage", cache_policy=NO_CACHE, persist_result=False, retry_condition_fn=retry_transient)
-def run_stage(root: str, stage: str, scale_out: dict[str, str] | None = None) -> Any:
+def run_stage(root: str, stage: str, benchmark: str = "", scale_out: dict[str, str] | None = None) -> Any:
     """Reproduce one stage unless DVC would skip it: then end Cached with DVC's fingerprint, running nothing."""
     logger = get_run_logger()
     current = stage_state(root, stage)
@@ -157,7 +154,7 @@ def run_stage(root: str, stage: str, scale_out: dict[str, str] | None = None) ->
             name="Cached", message="DVC: up to date", data={"stage": stage, "key": current.key, "outs": outs}
         )
     if scale_out:
-        _run_sharded(root, stage, scale_out)
+        _run_sharded(root, stage, benchmark, scale_out)
     else:
         _dvc(root, stage, "repro", "--single-item", stage)
     return {"stage": stage, "key": stage_state(root, stage).key, "outs": stage_outputs(root, stage)}
@@ -197,7 +194,7 @@ def run_stages(root: str, settings: FlowsSettings, stages: list[StageInfo]) -> l
             retries=settings.retries,
             retry_delay_seconds=exponential_backoff(settings.retry_backoff_s),
             retry_jitter_factor=0.5,
-        )(root, info.name, info.scale_out if settings.dask_address else None, return_state=True)
+        )(root, info.name, info.benchmark or "", info.scale_out if settings.dask_address else None, return_state=True)
         outcomes.append(StageOutcome(info.name, state.name, time.monotonic() - start, state.message or ""))
         if not state.is_completed():
             blocked.add(info.name)

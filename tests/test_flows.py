@@ -383,9 +383,11 @@ def test_sharded_inference_on_two_workers_is_byte_identical(tmp_path: Path, pref
     import pandas as pd
     from prefect import flow
 
+    from egoeval.benchmarks import shard_of
     from egoeval.egonormia.inference import InferenceInputs, run_inference
+    from egoeval.egonormia.scale_out import ShardedInference, combine, split
     from egoeval.egonormia.schema import read_official_json
-    from flows.shard import shard_of, sharded_inference, task_runner
+    from flows.shard import run_shards, task_runner
 
     items = read_official_json(REPO / "tests/data/egonormia/ood_robot.json")  # 11 real clips
     assert {shard_of(clip, 2) for clip in items["id"]} == {0, 1}
@@ -411,7 +413,7 @@ def test_sharded_inference_on_two_workers_is_byte_identical(tmp_path: Path, pref
     @flow
     def sharded() -> pd.DataFrame:
         inputs = InferenceInputs(items, pd.DataFrame(index), frames, descriptions, specs, infer_params("sharded"))
-        return sharded_inference(inputs, 2)
+        return combine(run_shards(ShardedInference(), split(inputs, 2)))
 
     write_params(tmp_path, {"flows": {"dask_workers": 2}})
     table = sharded.with_options(task_runner=task_runner(tmp_path))()
@@ -479,7 +481,8 @@ def test_sharded_yolo_detection_is_byte_identical(tmp_path: Path, prefect_server
     import pandas as pd
 
     from egoeval.egohumans.detection import detect
-    from flows.shard import detect_flow, task_runner
+    from egoeval.egohumans.settings import DetectSettings
+    from flows.shard import sharded_flow, task_runner
 
     rng = np.random.default_rng(0)
     fetched = tmp_path / "data/egohumans/fetched"
@@ -499,7 +502,7 @@ def test_sharded_yolo_detection_is_byte_identical(tmp_path: Path, prefect_server
         "yolo_imgsz": 128,
     }
     params = write_params(tmp_path, {"egohumans": {"detect": params}, "flows": {"dask_workers": 2}})
-    params = params["egohumans"]["detect"]
+    params = DetectSettings.model_validate(params["egohumans"]["detect"])
 
     cwd = Path.cwd()
     os.chdir(tmp_path)  # the stage reads frame paths relative to the project root
@@ -507,6 +510,7 @@ def test_sharded_yolo_detection_is_byte_identical(tmp_path: Path, prefect_server
         single = detect("yolo", fetched, tmp_path / "single.parquet", params)  # the stage, in one process
     finally:
         os.chdir(cwd)
-    out = detect_flow.with_options(task_runner=task_runner(tmp_path))(root=str(tmp_path), shards=2)
+    sharded = sharded_flow.with_options(task_runner=task_runner(tmp_path))
+    out = sharded("egohumans", "detect", str(tmp_path), 2, {"mode": "yolo"})
     assert len(single) > 0 and single["sequence"].nunique() == 2
     assert Path(out).read_bytes() == (tmp_path / "single.parquet").read_bytes()

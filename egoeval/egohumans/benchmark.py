@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from egoeval.benchmarks import Benchmark, ReportPart
+from egoeval.benchmarks import Benchmark, ReportPart, ScaleOut
 
 
 class EgoHumans(Benchmark):
@@ -36,6 +36,11 @@ class EgoHumans(Benchmark):
         from egoeval.egohumans.audit import compare_tracks
 
         compare_tracks(path, work, tolerance, findings)
+
+    def scale_out(self, form: str) -> ScaleOut | None:
+        from egoeval.egohumans.scale_out import ShardedDetection
+
+        return ShardedDetection() if form == "detect" else None
 
 
 BENCHMARK = EgoHumans()

@@ -8,7 +8,7 @@ instead). ``file``: detections the user brings (``egohumans.fetch.detections``: 
 MOTChallenge dataset accepts, det.txt files or a parquet table). ``yolo``: an ultralytics YOLO model over the frames,
 person class only, in batches, from a local weights file (never a download) or the untrained architecture
 (``arch-only``). Pickles are read with the restricted unpickler only. Used by the egohumans_detect stage and by its
-sharded form (flows/shard.py).
+sharded form (egohumans/scale_out.py).
 """
 
 from __future__ import annotations
@@ -104,14 +104,8 @@ def fetched_detections(fetched: Path, kind: str) -> pd.DataFrame:
     return read_detections_parquet(fetched / f"detections_{kind}.parquet")
 
 
-def typed(settings: DetectSettings | dict[str, Any]) -> DetectSettings:
-    """The ``egohumans.detect`` section; a dict (what flows/shard.py still hands over) goes through its model."""
-    return settings if isinstance(settings, DetectSettings) else DetectSettings.model_validate(settings)
-
-
-def load_yolo(settings: DetectSettings | dict[str, Any], arch_only: bool = False) -> Any:
+def load_yolo(settings: DetectSettings, arch_only: bool = False) -> Any:
     """The YOLO model from a local weights file, or the untrained architecture (``yolo_model``); never a download."""
-    settings = typed(settings)
     os.environ.setdefault("YOLO_OFFLINE", "1")
     weights = settings.yolo_weights
     if arch_only or weights == ARCH_ONLY:
@@ -139,13 +133,12 @@ def read_images(fetched: Path) -> pd.DataFrame:
     return images.sort_values(["sequence", "frame"]).reset_index(drop=True)
 
 
-def detect_images(model: Any, images: pd.DataFrame, settings: DetectSettings | dict[str, Any]) -> pd.DataFrame:
+def detect_images(model: Any, images: pd.DataFrame, settings: DetectSettings) -> pd.DataFrame:
     """Run ``model`` over the given frames (sequence, frame, path), in their order and in batches of ``yolo_batch``.
 
     Person boxes only, as a sorted detections table. A frame's boxes depend on the batch it is predicted in, so
-    callers that split the work (flows/shard.py) pass whole batches of the stage's order.
+    callers that split the work (egohumans/scale_out.py) pass whole batches of the stage's order.
     """
-    settings = typed(settings)
     batch = settings.yolo_batch
     parts = []
     with tqdm(total=len(images), desc="yolo", unit="frame") as progress:
@@ -192,17 +185,19 @@ def yolo_detections(fetched: Path, settings: DetectSettings, arch_only: bool = F
     return detect_images(load_yolo(settings, arch_only), read_images(fetched), settings)
 
 
-def detect(
-    mode: str, fetched: Path, out_path: Path, settings: DetectSettings | dict[str, Any], arch_only: bool = False
-) -> pd.DataFrame:
-    """Build the detections of ``mode`` (one of DETECTION_MODES) and write them to ``out_path``."""
+def detections(mode: str, fetched: Path, settings: DetectSettings, arch_only: bool = False) -> pd.DataFrame:
+    """The detections of ``mode`` (one of DETECTION_MODES) for the fetched sequences."""
     if mode == "gt":
-        table = gt_detections(fetched)
-    elif mode in ("official", "file"):
-        table = fetched_detections(fetched, mode)
-    elif mode == "yolo":
-        table = yolo_detections(fetched, typed(settings), arch_only)
-    else:
-        raise ValueError(f"detection mode must be one of {DETECTION_MODES}, got {mode!r}")
+        return gt_detections(fetched)
+    if mode in ("official", "file"):
+        return fetched_detections(fetched, mode)
+    if mode == "yolo":
+        return yolo_detections(fetched, settings, arch_only)
+    raise ValueError(f"detection mode must be one of {DETECTION_MODES}, got {mode!r}")
+
+
+def detect(mode: str, fetched: Path, out_path: Path, settings: DetectSettings, arch_only: bool = False) -> pd.DataFrame:
+    """Build the detections of ``mode`` and write them to ``out_path``."""
+    table = detections(mode, fetched, settings, arch_only)
     write_parquet(out_path, table[DETECTION_COLUMNS])
     return table

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from egoeval.benchmarks import AnswerOutput, Benchmark, ReportPart
+from egoeval.benchmarks import AnswerOutput, Benchmark, ReportPart, ScaleOut
 
 
 class EgoNormia(Benchmark):
@@ -64,6 +64,11 @@ class EgoNormia(Benchmark):
         from egoeval.egonormia.audit import compare_eval_json
 
         compare_eval_json(path, data, work, tolerance, findings)
+
+    def scale_out(self, form: str) -> ScaleOut | None:
+        from egoeval.egonormia.scale_out import ShardedInference
+
+        return ShardedInference() if form == "infer" else None
 
 
 BENCHMARK = EgoNormia()

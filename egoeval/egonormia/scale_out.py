@@ -1,0 +1,46 @@
+"""The egonormia_infer stage in shards (``meta.scale_out: {form: infer}``): clips go to shards by a stable hash of
+their id. Every answer depends only on its clip (seeded permutations, the durable response cache), and the merged table
+is sorted as ``run_inference`` sorts it, so the output is byte-identical to the single-process stage's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from egoeval.benchmarks import ScaleOut, shard_of
+from egoeval.egonormia import inference
+from egoeval.egonormia.artifacts import RESPONSES
+from egoeval.io import PARAMS_FILE, write_parquet
+from egoeval.settings import benchmark_settings
+
+RESPONSE_ORDER = ["id", "setting", "model", "subtask"]  # run_inference's row order (unique per row)
+
+
+def split(inputs: inference.InferenceInputs, shards: int) -> list[inference.InferenceInputs]:
+    """``run_inference``'s arguments for each shard of the clips."""
+    items = inputs.items
+    if items.empty:
+        return [inputs]
+    parts = items.groupby(items["id"].map(lambda clip: shard_of(str(clip), shards)), sort=True)
+    return [inputs._replace(items=part.reset_index(drop=True)) for _, part in parts]
+
+
+def combine(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """The shards' answers as ``run_inference`` returns them for all clips."""
+    return pd.concat(parts, ignore_index=True).sort_values(RESPONSE_ORDER, ignore_index=True)
+
+
+class ShardedInference(ScaleOut):
+    def plan(self, root: Path, shards: int, **options: Any) -> list[inference.InferenceInputs]:
+        return split(inference.inference_inputs(root), shards)
+
+    def run(self, shard: inference.InferenceInputs) -> pd.DataFrame:
+        return inference.run_inference(*shard)
+
+    def merge(self, root: Path, parts: list[pd.DataFrame], **options: Any) -> Path:
+        responses = combine(parts)
+        inference.check_failures(responses, benchmark_settings("egonormia", root / PARAMS_FILE).infer.max_failure_rate)
+        write_parquet(root / RESPONSES, responses)
+        return root / RESPONSES

@@ -58,6 +58,7 @@ class Benchmark:
     name: ClassVar[str]  # its params.yaml section and dvc.yaml's ``meta.benchmark``
     title: ClassVar[str]  # as a reader knows it, e.g. "EgoNormia"
     order: ClassVar[int] = 100  # its place on the report page and in listings (then by name)
+    commands: ClassVar[dict[str, tuple[str, str, str]]] = {}  # its egoeval subcommands: (module, function, help)
 
     def settings_model(self) -> type[BaseModel]:
         """The pydantic model of its params.yaml section."""

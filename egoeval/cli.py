@@ -9,28 +9,27 @@ import sys
 
 from egoeval.errors import os_error_exit
 
-# subcommand -> (module, function, one-line help); function(argv: list[str]) -> int
-COMMANDS: dict[str, tuple[str, str, str]] = {
-    "score-norms": (
-        "egoeval.egonormia.rescore",
-        "main",
-        "rescore EgoNormia predictions in the official eval-JSON layout",
-    ),
-    "score-tracks": (
-        "egoeval.egohumans.score_tracks",
-        "main",
-        "score MOTChallenge tracker output (CLEAR, Identity, HOTA)",
-    ),
+# subcommand -> (module, function, one-line help); function(argv: list[str]) -> int. Each benchmark adds its own
+# (``Benchmark.commands``).
+SHARED_COMMANDS: dict[str, tuple[str, str, str]] = {
     "check-params": ("egoeval.settings", "check_params_main", "validate params.yaml (types, ranges, unknown keys)"),
     "audit": ("egoeval.audit", "main", "check that reported numbers reproduce from pinned inputs"),
     "compare": ("egoeval.compare", "main", "print reported numbers beside the published ones"),
-    "report": ("egoeval.report", "main", "write the results of both benchmarks as one self-contained HTML page"),
+    "report": ("egoeval.report", "main", "write every benchmark's results as one self-contained HTML page"),
 }
+
+
+def commands() -> dict[str, tuple[str, str, str]]:
+    """Every subcommand: each benchmark's, then the shared ones."""
+    from egoeval.benchmarks import registry
+
+    own = {name: command for b in registry().values() for name, command in b.commands.items()}
+    return {**own, **SHARED_COMMANDS}
 
 
 def usage() -> str:
     lines = ["usage: egoeval COMMAND [ARGS...]", "", "commands:"]
-    lines += [f"  {name:<14} {help_}" for name, (_, _, help_) in COMMANDS.items()]
+    lines += [f"  {name:<14} {help_}" for name, (_, _, help_) in commands().items()]
     return "\n".join(lines)
 
 
@@ -40,13 +39,14 @@ def main(argv: list[str] | None = None) -> int:
         print(usage())
         return 0 if argv else 2
     name, rest = argv[0], argv[1:]
-    if name not in COMMANDS:
+    known = commands()
+    if name not in known:
         print(f"egoeval: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
         return 2
     if sys.stdout is None:  # started with stdout closed (`>&-`): the results would go nowhere, silently
         print(f"egoeval {name}: standard output is closed: redirect it to a file instead", file=sys.stderr)
         return 2
-    module, function, _ = COMMANDS[name]
+    module, function, _ = known[name]
     try:
         code = int(getattr(importlib.import_module(module), function)(rest) or 0)
         sys.stdout.flush()  # a full disk under a redirect fails here, not in a traceback at exit

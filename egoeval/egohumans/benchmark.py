@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from egoeval.benchmarks import Benchmark, ReportPart, ScaleOut
 
@@ -13,6 +13,13 @@ class EgoHumans(Benchmark):
     name = "egohumans"
     title = "EgoHumans"
     order = 20
+    commands: ClassVar[dict[str, tuple[str, str, str]]] = {
+        "score-tracks": (
+            "egoeval.egohumans.score_tracks",
+            "main",
+            "score MOTChallenge tracker output (CLEAR, Identity, HOTA)",
+        )
+    }
 
     def settings_model(self) -> Any:
         from egoeval.egohumans.settings import EgoHumansSettings

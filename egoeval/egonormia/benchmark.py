@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from egoeval.benchmarks import AnswerOutput, Benchmark, ReportPart, ScaleOut
 
@@ -13,6 +13,13 @@ class EgoNormia(Benchmark):
     name = "egonormia"
     title = "EgoNormia"
     order = 10
+    commands: ClassVar[dict[str, tuple[str, str, str]]] = {
+        "score-norms": (
+            "egoeval.egonormia.rescore",
+            "main",
+            "rescore EgoNormia predictions in the official eval-JSON layout",
+        )
+    }
 
     def settings_model(self) -> Any:
         from egoeval.egonormia.settings import EgoNormiaSettings

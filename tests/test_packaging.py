@@ -1,0 +1,39 @@
+"""pyproject.toml says what the code needs."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+from conftest import REPO
+
+
+def test_requires_python_is_the_oldest_python_the_code_runs_on() -> None:
+    """vermin reads every module (the standard-library members and syntax it uses) for the oldest Python it needs;
+    ``requires-python`` states that floor and no ceiling the code does not have."""
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["requires-python"]
+    floor = re.fullmatch(r">=(3\.\d+)", declared)
+    assert floor, f"requires-python {declared!r}: a floor only (>=3.x)"
+    run = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("vermin")),
+            "--no-tips",
+            "--eval-annotations",
+            "--no-parse-comments",
+            "egoeval",
+            "stages",
+            "flows",
+            "bench",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    needed = re.search(r"Minimum required versions: (3\.\d+)", run.stdout)
+    assert needed and needed.group(1) == floor.group(1), run.stdout[-2000:]
+    ruff = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["ruff"]["target-version"]
+    assert ruff == "py" + floor.group(1).replace(".", "")

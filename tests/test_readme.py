@@ -1,4 +1,4 @@
-"""README's "What is where" names only what exists, and every module of the library is named there."""
+"""The developer guide's "What is where" names only what exists, and every module of the library is named there."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import re
 
 from conftest import REPO
 
-BLOCK = re.search(r"## What is where\n\n```\n(.*?)```", (REPO / "README.md").read_text(), re.S).group(1)
+GUIDE = REPO / "docs" / "developer-guide.md"
+BLOCK = re.search(r"## What is where\n\n```\n(.*?)```", GUIDE.read_text(), re.S).group(1)
 
 
 def listed() -> list[str]:
@@ -27,7 +28,7 @@ def listed() -> list[str]:
 
 def test_every_listed_path_exists() -> None:
     missing = [p for p in listed() if not list(REPO.glob(re.sub(r"<[^>]+>", "*", p).rstrip("/")))]
-    assert missing == [], f"README names what is not in the tree: {missing}"
+    assert missing == [], f"docs/developer-guide.md names what is not in the tree: {missing}"
 
 
 def test_every_library_module_is_named() -> None:
@@ -41,4 +42,4 @@ def test_every_library_module_is_named() -> None:
     unnamed = [m for m in top if m not in text]
     folders = {m.split("/")[0] for m in modules if "/" in m}
     unnamed += [f"{f}/" for f in sorted(folders) if f"{f}/" not in text]
-    assert unnamed == [], f"README's What is where does not name: {unnamed}"
+    assert unnamed == [], f"docs/developer-guide.md's What is where does not name: {unnamed}"

@@ -190,9 +190,10 @@ def _outputs() -> list[str]:
 
 
 def _exists(path: str) -> bool:
-    """A repository path exists: git tracks it (or a file under it), or the pipeline writes it (or into it)."""
+    """A repository path exists: git tracks it (or a file under it) or it is in the tree, or the pipeline writes it
+    (or into it)."""
     pattern = re.sub(r"<[^>]+>", "*", path).rstrip("/")
-    if any(fnmatch.fnmatchcase(t, pattern) for t in _tracked()):
+    if any(fnmatch.fnmatchcase(t, pattern) for t in _tracked()) or list(REPO.glob(pattern)):
         return True
     return any(
         fnmatch.fnmatchcase(pattern, out) or fnmatch.fnmatchcase(out, pattern) or pattern.startswith(out + "/")

@@ -109,7 +109,7 @@ def build_official_download(root: Path, frames: int = 12) -> None:
 
 def pinned_official_download(tmp_path: Path, **egohumans: Any) -> tuple[Path, Path]:
     """(download, repo): the official download built, a copy of this repository whose params point egohumans.fetch
-    at it (``egohumans`` merged into the section), pinned with ``--write-manifest`` as README shows."""
+    at it (``egohumans`` merged into the section), pinned with ``--write-manifest`` as the user guide shows."""
     download = tmp_path / "egohumans"
     build_official_download(download)
     repo = copy_repo(tmp_path / "repo")

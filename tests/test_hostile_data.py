@@ -195,7 +195,7 @@ FETCH = ("stages.egohumans.fetch",)
 
 
 def egohumans_commands(root: Path, pins: Path) -> dict[str, tuple[str, ...]]:
-    """The two commands that read a data root: pinning it (README's --write-manifest) and fetching it."""
+    """The two commands that read a data root: pinning it (the user guide's --write-manifest) and fetching it."""
     return {"write-manifest": (*WRITE_MANIFEST, str(root), "--manifest", str(pins)), "fetch": FETCH}
 
 
@@ -848,8 +848,8 @@ def test_the_users_detections_are_required_only_in_mode_file(workspace: Path, eh
 
 
 def test_write_manifest_as_the_readme_shows_pins_every_dataset_of_the_folder(tmp_path: Path) -> None:
-    """The GitHub folder src/final_dataset holds final_data.json and ood_robot.json: pinned once as README shows it,
-    either dataset (and either split) fetches."""
+    """The GitHub folder src/final_dataset holds final_data.json and ood_robot.json: pinned once as the user
+    guide shows it, either dataset (and either split) fetches."""
     folder = tmp_path / "final_dataset"
     folder.mkdir()
     robot = json.loads((TEST_DATA / "egonormia/ood_robot.json").read_text())

@@ -1,7 +1,7 @@
-"""The nightly run as README's "Schedule" section sets it up, on a real Prefect server: ``prefect server start`` on
-127.0.0.1 (its own PREFECT_HOME, analytics off), a process work pool, the deployment registered from params with
-``python -m flows.nightly --work-pool``, a worker, a run triggered through the API, its report artifact read back
-through the Prefect client; server and worker stopped at the end with no process of theirs left behind.
+"""The nightly run as the user guide's "Schedule" section sets it up, on a real Prefect server: ``prefect server
+start`` on 127.0.0.1 (its own PREFECT_HOME, analytics off), a process work pool, the deployment registered from
+params with ``python -m flows.nightly --work-pool``, a worker, a run triggered through the API, its report artifact
+read back through the Prefect client; server and worker stopped at the end with no process of theirs left behind.
 
 The project the worker runs is the small toy DVC pipeline of test_flows.py (the real one is test_flows.py's
 ``test_real_pipeline_once_twice_then_scaled_out``).

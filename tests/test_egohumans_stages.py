@@ -393,7 +393,7 @@ def test_official_score_reads_ground_truth_as_the_dataset_class(
     annotation["annotations"] += added
     (source / ANNOTATION).write_text(json.dumps(annotation))
     fetching.write_root_manifest(source, _fetch_params(source), MODES)
-    fetching.fetch(_fetch_params(source), tmp_path / "fetched")
+    fetching.fetch(_fetch_params(source), tmp_path / "fetched", MODES)
     tracks = tmp_path / "tracks"
     shutil.copytree(pipeline / TRACKS / "bytetrack-gt", tracks / "bytetrack-gt")
     (tracks / "duplicates").mkdir()

@@ -6,6 +6,9 @@ import random
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,8 +24,26 @@ from egoeval.backends import (
 )
 from egoeval.cache import ResponseCache
 from egoeval.limiter import AdaptiveLimiter, call_with_retries
+from egoeval.stage import Interrupted
 
 FIRST_CALLS = 8  # when the first calls that reach an endpoint are all rejected alike, every call would be: stop
+
+
+@contextmanager
+def call_pool(workers: int, name: str) -> Iterator[ThreadPoolExecutor]:
+    """Threads for model calls. Leaving the block cancels the calls not yet started and waits for those in flight
+    (each bounded by ``timeout_s``), so the client and the response cache they use are never closed under them; an
+    interrupted stage (SIGINT, SIGTERM) waits for nothing."""
+    pool = ThreadPoolExecutor(workers, name)
+    try:
+        yield pool
+    except Interrupted:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
 
 
 @dataclass(frozen=True)

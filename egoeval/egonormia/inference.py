@@ -17,7 +17,7 @@ form (flows/shard.py).
 from __future__ import annotations
 
 import sys
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +27,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from egoeval.backends import Decoding
-from egoeval.backends.client import Completion, ModelClient
+from egoeval.backends.client import Completion, ModelClient, call_pool
 from egoeval.cache import ResponseCache, cache_file, cache_only
 from egoeval.egonormia import official
 from egoeval.egonormia.artifacts import (
@@ -226,8 +226,7 @@ def run_inference(
             # twice as many threads as call slots: while one thread builds its next request or writes the
             # cache, another already holds the freed slot; the limiter alone bounds the calls in flight
             workers = 2 * client.backend.concurrency
-            pool = ThreadPoolExecutor(workers, f"infer-{spec['name']}")
-            stack.callback(pool.shutdown, wait=False, cancel_futures=True)  # a failed run waits for no call in flight
+            pool = stack.enter_context(call_pool(workers, f"infer-{spec['name']}"))
             for chain in chains:  # egoeval: two-call conversations first, a shorter tail at the end
                 for item in items.itertuples(index=False):
                     for setting in usable:

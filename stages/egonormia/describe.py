@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pandas as pd
 from tqdm import tqdm
 
 from egoeval.backends import Decoding
-from egoeval.backends.client import ModelClient
+from egoeval.backends.client import ModelClient, call_pool
 from egoeval.cache import ResponseCache, cache_file, cache_only
 from egoeval.egonormia.artifacts import (
     DESCRIPTIONS,
@@ -73,12 +72,11 @@ def from_model(
             "request_key": done.key,
         }
 
-    pool = ThreadPoolExecutor(client.backend.concurrency, "describe")
     try:
-        ids = list(items["id"])
-        rows = list(tqdm(pool.map(describe, ids), total=len(ids), desc="describe", unit="clip", file=sys.stderr))
+        with call_pool(client.backend.concurrency, "describe") as pool:
+            ids = list(items["id"])
+            rows = list(tqdm(pool.map(describe, ids), total=len(ids), desc="describe", unit="clip", file=sys.stderr))
     finally:
-        pool.shutdown(wait=False, cancel_futures=True)  # a failed or interrupted run waits for no call in flight
         client.close()
     if client.served_note():
         print(f"describe: warning: {client.served_note()}", file=sys.stderr)

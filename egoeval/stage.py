@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from egoeval.errors import (
     EXIT_BAD_INPUT,
@@ -44,6 +45,8 @@ def command_env(**extra: str) -> dict[str, str]:
 
 
 def _interrupt(signum: int, frame: object) -> None:
+    for ignored in (signal.SIGINT, signal.SIGTERM):  # the first signal stops the stage; later ones change nothing
+        signal.signal(ignored, signal.SIG_IGN)
     raise Interrupted(signum)
 
 
@@ -56,9 +59,18 @@ def signals_interrupt() -> Iterator[None]:
     previous = {signum: signal.signal(signum, _interrupt) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+    except Interrupted:
+        raise  # the signals stay ignored: a second Ctrl-C (DVC forwards one) must not kill the stage mid-message
+    except BaseException:
+        _restore(previous)
+        raise
+    _restore(previous)
+
+
+def _restore(handlers: dict[int, Any]) -> None:
+    """Put back the signal handlers the block replaced."""
+    for signum, handler in handlers.items():
+        signal.signal(signum, handler)
 
 
 def _stop(interrupted: Interrupted, started: float) -> None:

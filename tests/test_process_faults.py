@@ -339,7 +339,8 @@ def test_a_sigkilled_frames_stage_takes_its_workers_along_and_the_next_run_clean
     wait_for(lambda: len(frames_processes()) >= 3, "the stage and its two decode workers")
     found = frames_processes()
     (stage_pid,) = [pid for pid, ppid in found.items() if ppid not in found]
-    workers = descendants(stage_pid)
+    table = processes()  # the forked workers (a short-lived helper such as ldconfig may also run below the stage)
+    workers = {pid for pid in descendants(stage_pid, table) if "stages.egonormia.frames" in table[pid][1]}
     assert len(workers) == 2
     os.kill(stage_pid, signal.SIGKILL)
     _, err = repro.communicate(timeout=120)

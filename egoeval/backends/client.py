@@ -25,7 +25,6 @@ from egoeval.backends import (
 from egoeval.cache import CACHE_MISS, ResponseCache
 from egoeval.errors import Interrupted
 from egoeval.limiter import AdaptiveLimiter, call_with_retries
-from egoeval.stage import Interrupted
 
 FIRST_CALLS = 8  # when the first calls that reach an endpoint are all rejected alike, every call would be: stop
 

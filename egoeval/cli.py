@@ -12,13 +12,14 @@ import importlib
 import os
 import signal
 import sys
+from pathlib import Path
 
-from egoeval.errors import os_error_exit
+from egoeval.errors import ParamsError, os_error_exit
 
 # subcommand -> (module, function, one-line help); function(argv: list[str]) -> int. Each benchmark adds its own
 # (``Benchmark.commands``).
 SHARED_COMMANDS: dict[str, tuple[str, str, str]] = {
-    "check-params": ("egoeval.check_params", "main", "validate params.yaml (types, ranges, unknown keys)"),
+    "check-params": ("egoeval.cli", "check_params", "validate params.yaml (types, ranges, unknown keys)"),
     "audit": ("egoeval.audit", "main", "check that reported numbers reproduce from pinned inputs"),
     "compare": ("egoeval.compare", "main", "print reported numbers beside the published ones"),
     "report": ("egoeval.report", "main", "write every benchmark's results as one self-contained HTML page"),
@@ -81,6 +82,28 @@ def main(argv: list[str] | None = None) -> int:
         where = "" if error.filename else "standard output: "
         print(f"egoeval {name}: error: {where}{message}", file=sys.stderr)
         return code
+
+
+def check_params(argv: list[str]) -> int:
+    """`egoeval check-params [PARAMS]`: validate params.yaml; exit 0 when valid, 2 with every error otherwise.
+
+    It lives here, not in egoeval.settings, so that its `--help` does not import pydantic."""
+    import argparse
+
+    from egoeval.io import PARAMS_FILE
+
+    parser = argparse.ArgumentParser(prog="egoeval check-params", description=check_params.__doc__.splitlines()[0])
+    parser.add_argument("params", type=Path, nargs="?", default=PARAMS_FILE, help="default: ./params.yaml")
+    path = parser.parse_args(argv).params
+    from egoeval.settings import load_settings
+
+    try:
+        load_settings(path)
+    except ParamsError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(f"{path}: ok")
+    return 0
 
 
 def _drop_stdout() -> None:

@@ -14,6 +14,7 @@ BENCHES = [
     "bench.official_protocol",
     "bench.trackers",
     "bench.hostile_inputs",
+    "bench.cli_help",
 ]
 
 

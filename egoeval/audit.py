@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import yaml
 
 from egoeval.benchmarks import registry
@@ -49,8 +48,7 @@ from egoeval.pipeline import (
     read_lock,
     with_upstream,
 )
-from egoeval.settings import load_settings
-from egoeval.stage import command_env
+from egoeval.stage import command_env, help_text
 
 # ------------------------------------------------------------------------------------ 1. the workspace vs dvc.lock
 
@@ -177,6 +175,10 @@ def gather_answers(root: Path, objects: Path, folder: Path, findings: Findings) 
     """A response cache in ``folder`` for a cache-only re-derivation: the local response cache, plus every answer
     the pinned outputs recorded (a clone that pulled them from a DVC remote needs no local cache). Returns the
     answer outputs that are pinned but not in the DVC cache."""
+    import pandas as pd  # not for --help
+
+    from egoeval.settings import load_settings  # pydantic: not for --help
+
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / CACHE_FILE
     settings = load_settings(root / "params.yaml")
@@ -326,7 +328,7 @@ def tolerance(text: str) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="egoeval audit", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="egoeval audit", description=help_text(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("reported", type=Path, nargs="+", help="metrics JSON, EgoNormia eval-JSON or MOT folder")
     parser.add_argument("--root", type=Path, default=Path("."), help="the egoeval workspace (default: .)")

@@ -1,18 +1,25 @@
-"""The ``egoeval`` console script. Each subcommand lives with the code it drives."""
+"""The ``egoeval`` console script. Each subcommand lives with the code it drives.
+
+A subcommand's module builds its argument parser before it imports anything heavy (pandas, numpy, pydantic...:
+they are imported where the work needs them), so that ``egoeval COMMAND --help`` answers at once
+(tests/test_cli.py checks what ``--help`` loads; bench/cli_help.py times it).
+"""
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import os
 import signal
 import sys
+from pathlib import Path
 
-from egoeval.errors import os_error_exit
+from egoeval.errors import ParamsError, os_error_exit
 
 # subcommand -> (module, function, one-line help); function(argv: list[str]) -> int. Each benchmark adds its own
 # (``Benchmark.commands``).
 SHARED_COMMANDS: dict[str, tuple[str, str, str]] = {
-    "check-params": ("egoeval.settings", "check_params_main", "validate params.yaml (types, ranges, unknown keys)"),
+    "check-params": ("egoeval.cli", "check_params", "validate params.yaml (types, ranges, unknown keys)"),
     "audit": ("egoeval.audit", "main", "check that reported numbers reproduce from pinned inputs"),
     "compare": ("egoeval.compare", "main", "print reported numbers beside the published ones"),
     "report": ("egoeval.report", "main", "write every benchmark's results as one self-contained HTML page"),
@@ -28,9 +35,17 @@ def commands() -> dict[str, tuple[str, str, str]]:
 
 
 def usage() -> str:
-    lines = ["usage: egoeval COMMAND [ARGS...]", "", "commands:"]
+    lines = ["usage: egoeval COMMAND [ARGS...]", "       egoeval --version", "", "commands:"]
     lines += [f"  {name:<14} {help_}" for name, (_, _, help_) in commands().items()]
+    lines += ["", "egoeval COMMAND --help: the command's arguments"]
     return "\n".join(lines)
+
+
+def version() -> str:
+    """The installed package's version (its metadata: pyproject.toml's ``version``)."""
+    from importlib.metadata import version
+
+    return version("egoeval")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,10 +53,17 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] in {"-h", "--help"}:
         print(usage())
         return 0 if argv else 2
+    if argv[0] == "--version":
+        print(f"egoeval {version()}")
+        return 0
     name, rest = argv[0], argv[1:]
     known = commands()
     if name not in known:
-        print(f"egoeval: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
+        close = difflib.get_close_matches(name, known, n=1)
+        if close:
+            print(f"egoeval: unknown command {name!r}: did you mean {close[0]!r}? (egoeval --help)", file=sys.stderr)
+        else:
+            print(f"egoeval: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
         return 2
     if sys.stdout is None:  # started with stdout closed (`>&-`): the results would go nowhere, silently
         print(f"egoeval {name}: standard output is closed: redirect it to a file instead", file=sys.stderr)
@@ -60,6 +82,28 @@ def main(argv: list[str] | None = None) -> int:
         where = "" if error.filename else "standard output: "
         print(f"egoeval {name}: error: {where}{message}", file=sys.stderr)
         return code
+
+
+def check_params(argv: list[str]) -> int:
+    """`egoeval check-params [PARAMS]`: validate params.yaml; exit 0 when valid, 2 with every error otherwise.
+
+    It lives here, not in egoeval.settings, so that its `--help` does not import pydantic."""
+    import argparse
+
+    from egoeval.io import PARAMS_FILE
+
+    parser = argparse.ArgumentParser(prog="egoeval check-params", description=check_params.__doc__.splitlines()[0])
+    parser.add_argument("params", type=Path, nargs="?", default=PARAMS_FILE, help="default: ./params.yaml")
+    path = parser.parse_args(argv).params
+    from egoeval.settings import load_settings
+
+    try:
+        load_settings(path)
+    except ParamsError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(f"{path}: ok")
+    return 0
 
 
 def _drop_stdout() -> None:

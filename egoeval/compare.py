@@ -13,7 +13,7 @@ from pathlib import Path
 from egoeval.benchmarks import Benchmark, registry
 from egoeval.errors import InputError
 from egoeval.io import PARAMS_FILE, read_json
-from egoeval.settings import load_settings
+from egoeval.stage import help_text
 
 
 def benchmark_of(path: Path, root: Path = Path(".")) -> str:
@@ -30,7 +30,7 @@ def benchmark_of(path: Path, root: Path = Path(".")) -> str:
 
 
 def _parser(benchmarks: list[Benchmark]) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="egoeval compare", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="egoeval compare", description=help_text(__doc__.splitlines()[0]))
     parser.add_argument("metrics", type=Path, help="a metrics file, e.g. metrics/egohumans.json")
     parser.add_argument("--params", type=Path, default=PARAMS_FILE, help="params.yaml (default: ./params.yaml)")
     for benchmark in benchmarks:
@@ -59,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
             ]
             said = f" (they are the {' and '.join(theirs)} options)" if theirs else ""
             parser.error(f"not an option for {own.title} metrics: {' '.join(unknown)}{said}")
+        from egoeval.settings import load_settings  # pydantic: not for --help
+
         print(own.compare(metrics, load_settings(args.params), args))
     except InputError as err:
         print(f"egoeval compare: {err}", file=sys.stderr)

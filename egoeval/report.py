@@ -14,8 +14,7 @@ from typing import Any
 
 from egoeval.benchmarks import registry
 from egoeval.io import atomic_write_text, check_output
-from egoeval.settings import load_settings
-from egoeval.stage import run_stage
+from egoeval.stage import help_text, run_stage
 
 OUT = Path("reports/index.html")
 STYLE = """
@@ -62,11 +61,13 @@ def build_page(root: Path, settings: Any) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="egoeval report", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="egoeval report", description=help_text(__doc__.splitlines()[0]))
     parser.add_argument("--out", type=Path, default=OUT, help=f"the HTML file to write (default {OUT})")
     args = parser.parse_args(argv)
 
     def body() -> None:
+        from egoeval.settings import load_settings  # pydantic: not for --help
+
         check_output(args.out, own=[OUT.as_posix()])  # never over the metrics or any other tracked file
         page = build_page(Path("."), load_settings())
         atomic_write_text(args.out, page)

@@ -6,11 +6,13 @@ Every stage first rolls back an output commit a killed run left half done and re
 A stage stopped by SIGINT (Ctrl-C) or SIGTERM stops at once: what it had staged is removed (the last good outputs
 stay), one line says what was kept, and it exits 128 + the signal's number without waiting for calls in flight.
 Worker processes it started die with it (``die_with_parent``), even when it is killed with SIGKILL.
+A command's help is its docstring as plain text (``help_text``).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 import threading
@@ -35,6 +37,13 @@ from egoeval.io import PARAMS_FILE, recover_outputs
 KEPT: list[Callable[[], str]] = []
 """What an interrupted run keeps beyond the last good outputs: each returns a phrase, or "" when it kept nothing (the
 response cache registers its answers here)."""
+
+
+def help_text(doc: str) -> str:
+    """A docstring as help text: reStructuredText literals (x between double backticks) and roles (``:func:``,
+    ``:class:``...) shown as `x`."""
+    doc = re.sub(r":[a-z]+:`~?([^`]+)`", lambda m: f"`{m[1].rsplit('.', 1)[-1] if '~' in m[0] else m[1]}`", doc)
+    return re.sub(r"``(.+?)``", r"`\1`", doc, flags=re.DOTALL)
 
 
 def command_env(**extra: str) -> dict[str, str]:

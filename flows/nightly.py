@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from prefect.schedules import Cron
-from prefect.settings import PREFECT_API_URL
+from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
 
 from egoeval.errors import InputError, Interrupted
 from egoeval.io import json_bytes, outputs_together
@@ -31,6 +31,13 @@ DEPLOYMENT = "nightly"
 
 def run_once(root: Path) -> int:
     """One run; print the per-stage summary and the final state; 0 when Completed."""
+    if not PREFECT_API_URL.value():
+        print(
+            "nightly: starting a temporary Prefect server (no PREFECT_API_URL set; waiting up to "
+            f"{PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()} s for it to start)",
+            file=sys.stderr,
+            flush=True,
+        )
     state = nightly_flow(root=str(root), return_state=True)
     data = state.result(raise_on_failure=False)
     if isinstance(data, NightlyFailed):

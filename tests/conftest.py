@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import cv2
+import httpx
 import numpy as np
 import pytest
 import yaml
@@ -95,15 +100,68 @@ def tool_env(**extra: str) -> dict[str, str]:
 
 
 def nightly_env(prefect_home: Path, **extra: str) -> dict[str, str]:
-    """The environment for a ``python -m flows.nightly`` subprocess: its own PREFECT_HOME, no server configured."""
+    """The environment for a ``python -m flows.nightly`` subprocess as a user's shell has it: its own PREFECT_HOME,
+    no server configured, no other Prefect setting (the flows set the temporary server's startup timeout themselves)."""
     env = {k: v for k, v in tool_env().items() if not k.startswith("PREFECT_")}
-    env.update(
-        PREFECT_HOME=str(prefect_home),
-        PREFECT_SERVER_ANALYTICS_ENABLED="false",
-        PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS=os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"],
-        **extra,
-    )
+    env.update(PREFECT_HOME=str(prefect_home), PREFECT_SERVER_ANALYTICS_ENABLED="false", **extra)
     return env
+
+
+# ------------------------------------------------ a real Prefect server (`prefect server start`) and its processes
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def start(env: dict[str, str], log: Path, *args: str) -> subprocess.Popen[str]:
+    """``prefect ARGS`` in its own process group, output to ``log``."""
+    with open(log, "w") as out:
+        return subprocess.Popen(
+            [str(Path(sys.executable).with_name("prefect")), *args],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            text=True,
+        )
+
+
+@contextlib.contextmanager
+def running(process: subprocess.Popen[str], log: Path) -> Iterator[subprocess.Popen[str]]:
+    """Stop the process (SIGTERM to its group) on leaving, and wait for it."""
+    try:
+        yield process
+    finally:
+        # SIGTERM, then a second interrupt (the prefect CLI forwards each as SIGINT; a second one ends a worker that
+        # is still waiting on a flow-run process): only a process that survives both fails the test
+        for sent, patience in ((signal.SIGTERM, 60), (signal.SIGINT, 30)):
+            if process.poll() is None:
+                os.killpg(process.pid, sent)
+            try:
+                process.wait(timeout=patience)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        else:
+            os.killpg(process.pid, signal.SIGKILL)
+            raise AssertionError(f"{process.args} ignored SIGTERM and SIGINT:\n{log.read_text()[-2000:]}") from None
+
+
+def wait_healthy(env: dict[str, str], server: subprocess.Popen[str], log: Path) -> None:
+    """Wait until the Prefect server at ``env``'s PREFECT_API_URL answers /api/health (its output in ``log``)."""
+    deadline = time.monotonic() + 240  # a loaded 2-core machine: 35-72 s seen
+    while True:
+        assert server.poll() is None, log.read_text()[-3000:]
+        try:
+            if httpx.get(env["PREFECT_API_URL"] + "/health", timeout=5).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        assert time.monotonic() < deadline, "the Prefect server did not answer /api/health in time"
+        time.sleep(1)
 
 
 def dvc(root: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:

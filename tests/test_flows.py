@@ -6,14 +6,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, copy_repo, dvc, nightly_env, write_params
+from conftest import REPO, copy_repo, dvc, free_port, nightly_env, running, start, wait_healthy, write_params
 
 from egoeval.pipeline import cache_key, lock_snapshot, pipeline_stages, stage_state
 from egoeval.reported import Metric, compare, flatten_metrics
@@ -294,8 +296,14 @@ def test_report_names_moved_metric_and_changed_inputs() -> None:
 @pytest.mark.slow  # a Prefect server
 def test_once_twice_second_run_all_cached(toy: Path, prefect_env: dict[str, str]) -> None:
     command = [sys.executable, "-m", "flows.nightly", "--once", "--root", str(toy)]
+    assert "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS" not in prefect_env  # as README shows it: nothing set
     first = _run(command, toy, prefect_env)
     assert first.returncode == 0, first.stdout + first.stderr
+    # the flow says it starts the temporary server, and waits the startup timeout it set itself (Prefect's is 20 s)
+    starting = (
+        "nightly: starting a temporary Prefect server (no PREFECT_API_URL set; waiting up to 180 s for it to start)"
+    )
+    assert starting in first.stderr.splitlines(), first.stderr[:2000]
     assert sorted(runs(toy)) == sorted(["prepare", "count left", "count right", "side", "score"])
     assert summary_states(first.stdout, ORDER) == dict.fromkeys(ORDER, "Completed")
     assert "flow run: Completed" in first.stdout
@@ -310,6 +318,83 @@ def test_once_twice_second_run_all_cached(toy: Path, prefect_env: dict[str, str]
     third = _run(command, toy, prefect_env)
     assert third.returncode == 1 and "flow run: Failed" in third.stdout
     assert "stages not completed: prepare, count@left, count@right, score" in third.stdout
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie has ended: it only waits to be reaped)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+SLOW_STAGE = """\
+stages:
+  slow:
+    cmd: python -c "import os, time; open('started', 'w').write(str(os.getpid())); time.sleep(600)"
+    outs: [never.txt]
+"""
+
+
+@pytest.mark.slow  # a Prefect server
+def test_served_deployment_stops_on_one_sigterm_with_its_running_stage(tmp_path: Path) -> None:
+    """The scheduled mode (``python -m flows.nightly`` serving the deployment): one SIGTERM while a run's stage is
+    running ends the server process within seconds, and the stage with it."""
+    root = tmp_path / "slow"
+    root.mkdir()
+    (root / "dvc.yaml").write_text(SLOW_STAGE)
+    (root / "params.yaml").write_text(yaml.safe_dump(PARAMS))
+    assert _run(["git", "init", "-q"], root).returncode == 0 and dvc(root, "init", "-q").returncode == 0
+    port = free_port()
+    env = nightly_env(tmp_path / "prefect-home", PREFECT_API_URL=f"http://127.0.0.1:{port}/api")
+    env["PREFECT_SERVER_UI_ENABLED"] = "false"
+    server_log, serve_log = tmp_path / "server.log", tmp_path / "serve.log"
+    server = start(env, server_log, "server", "start", "--host", "127.0.0.1", "--port", str(port), "--analytics-off")
+    with running(server, server_log):
+        wait_healthy(env, server, server_log)
+        with open(serve_log, "w") as log:
+            serving = subprocess.Popen(
+                [sys.executable, "-m", "flows.nightly", "--root", str(root)],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        try:
+            triggered = None
+            for _ in range(120):  # the deployment exists once the process serves it
+                assert serving.poll() is None, serve_log.read_text()[-3000:]
+                prefect = [
+                    str(Path(sys.executable).with_name("prefect")),
+                    "deployment",
+                    "run",
+                    "egoeval-nightly/nightly",
+                ]
+                triggered = _run(prefect, root, env)
+                if triggered.returncode == 0:
+                    break
+                time.sleep(1)
+            assert triggered is not None and triggered.returncode == 0, triggered and triggered.stdout[-2000:]
+            for _ in range(300):
+                if (root / "started").exists() and (root / "started").read_text():
+                    break
+                assert serving.poll() is None, serve_log.read_text()[-3000:]
+                time.sleep(1)
+            stage = int((root / "started").read_text())
+            serving.send_signal(signal.SIGTERM)
+            sent = time.monotonic()
+            serving.wait(timeout=30)
+            stopped_s = time.monotonic() - sent
+            while time.monotonic() - sent < 20 and process_alive(stage):
+                time.sleep(0.1)
+            stage_gone_s = time.monotonic() - sent
+        finally:
+            if serving.poll() is None:
+                os.killpg(serving.pid, signal.SIGKILL)
+                serving.wait()
+    assert stopped_s < 10, f"the served deployment took {stopped_s:.1f} s to stop:\n{serve_log.read_text()[-3000:]}"
+    assert stage_gone_s < 10, f"the running stage outlived the SIGTERM by {stage_gone_s:.1f} s"
+    assert serving.returncode == 0, serve_log.read_text()[-3000:]
 
 
 # ---------------------------------------------------------------- in-process flow runs on one temporary server

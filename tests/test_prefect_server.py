@@ -9,33 +9,23 @@ The project the worker runs is the small toy DVC pipeline of test_flows.py (the 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 import yaml
-from conftest import dvc, nightly_env
+from conftest import dvc, free_port, nightly_env, running, start, wait_healthy
 from test_flows import DVC_YAML, PARAMS, STEP, TOY_PARAMS
 
 pytestmark = pytest.mark.slow
 POOL = "egoeval-test"
 DEPLOYMENT = "egoeval-nightly/nightly"
-START_TIMEOUT_S = 240
 RUN_TIMEOUT_S = 600
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def processes_with(marker: str) -> list[int]:
@@ -86,53 +76,6 @@ def prefect_env(tmp_path: Path) -> Iterator[dict[str, str]]:
     yield env
     for pid in processes_with(f"PREFECT_HOME={home}"):
         os.kill(pid, signal.SIGKILL)
-
-
-def start(env: dict[str, str], log: Path, *args: str) -> subprocess.Popen[str]:
-    """``prefect ARGS`` in its own process group, output to ``log``."""
-    with open(log, "w") as out:
-        return subprocess.Popen(
-            [str(Path(sys.executable).with_name("prefect")), *args],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            text=True,
-        )
-
-
-@contextlib.contextmanager
-def running(process: subprocess.Popen[str], log: Path) -> Iterator[subprocess.Popen[str]]:
-    """Stop the process (SIGTERM to its group) on leaving, and wait for it."""
-    try:
-        yield process
-    finally:
-        # SIGTERM, then a second interrupt (the prefect CLI forwards each as SIGINT; a second one ends a worker that
-        # is still waiting on a flow-run process): only a process that survives both fails the test
-        for sent, patience in ((signal.SIGTERM, 60), (signal.SIGINT, 30)):
-            if process.poll() is None:
-                os.killpg(process.pid, sent)
-            try:
-                process.wait(timeout=patience)
-                break
-            except subprocess.TimeoutExpired:
-                continue
-        else:
-            os.killpg(process.pid, signal.SIGKILL)
-            raise AssertionError(f"{process.args} ignored SIGTERM and SIGINT:\n{log.read_text()[-2000:]}") from None
-
-
-def wait_healthy(env: dict[str, str], server: subprocess.Popen[str], log: Path) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while True:
-        assert server.poll() is None, log.read_text()[-3000:]
-        try:
-            if httpx.get(env["PREFECT_API_URL"] + "/health", timeout=5).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        assert time.monotonic() < deadline, "the Prefect server did not answer /api/health in time"
-        time.sleep(1)
 
 
 def test_a_worker_runs_the_nightly_deployment_triggered_through_the_api(

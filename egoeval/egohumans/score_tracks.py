@@ -6,11 +6,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from egoeval.egohumans.evaluators import PROTOCOLS, evaluator
 from egoeval.errors import InputError
 from egoeval.io import check_output, write_json
-from egoeval.tracking.mot import SeqInfo, read_mot, read_mot_folder, read_seqinfo
+
+if TYPE_CHECKING:
+    from egoeval.tracking.mot import SeqInfo
 
 TABLE = ["HOTA", "DetA", "AssA", "LocA", "MOTA", "MOTP", "IDF1", "IDP", "IDR"]
 TABLE_COUNTS = ["IDSW", "FP", "FN", "Frag", "MT", "PT", "ML"]
@@ -48,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def score_folders(gt_dir: Path, pred_dir: Path, protocol: str = "trackeval") -> dict[str, dict]:
     """Read both folders (validating every row) and score every ground-truth sequence under ``protocol``."""
+    from egoeval.tracking.mot import read_mot, read_mot_folder, read_seqinfo  # pandas: not for --help
+
     gt_files = read_mot_folder(gt_dir)
     if not gt_files:
         raise InputError(gt_dir, "no ground truth found (<seq>.txt or <seq>/gt/gt.txt)")

@@ -11,13 +11,15 @@ import argparse
 import sys
 from pathlib import Path
 
-from egoeval.egonormia.scoring import METRICS, OfficialFormatError, score_official
 from egoeval.errors import InputError
 from egoeval.io import check_output, read_json, write_json
+from egoeval.stage import help_text
 
 
 def format_table(models: dict[str, dict[str, float | int | None]]) -> str:
     """The scores as an aligned text table, one row per model, numbers to two decimals ("n/a": no clip counted)."""
+    from egoeval.egonormia.scoring import METRICS
+
     header = ["model", "n", *METRICS]
     rows = [
         [name, str(scores["n"]), *("n/a" if scores[metric] is None else f"{scores[metric]:.2f}" for metric in METRICS)]
@@ -32,13 +34,15 @@ def format_table(models: dict[str, dict[str, float | int | None]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="egoeval score-norms", description=__doc__)
+    parser = argparse.ArgumentParser(prog="egoeval score-norms", description=help_text(__doc__))
     parser.add_argument("--official-eval", required=True, type=Path, help="eval JSON in the official layout")
     parser.add_argument("--json", type=Path, help="write the scores here as JSON")
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:
         return int(exit_.code or 0)
+    from egoeval.egonormia.scoring import OfficialFormatError, score_official  # numpy: not for --help
+
     try:
         if args.json is not None:
             check_output(args.json, inputs=[args.official_eval])

@@ -11,7 +11,6 @@ from __future__ import annotations
 import difflib
 import os
 import re
-import sys
 from functools import cache
 from pathlib import Path
 from typing import Annotated, Any
@@ -190,19 +189,3 @@ def load_settings(path: str | os.PathLike[str] = PARAMS_FILE, only: str | None =
 def benchmark_settings(name: str, path: str | os.PathLike[str] = PARAMS_FILE) -> Any:
     """One benchmark's section of params.yaml, typed (what its stages read)."""
     return getattr(load_settings(path, only=name), name)
-
-
-def check_params_main(argv: list[str]) -> int:
-    """``egoeval check-params [PARAMS]``: validate params.yaml; exit 0 when valid, 2 with every error otherwise."""
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="egoeval check-params", description=check_params_main.__doc__)
-    parser.add_argument("params", type=Path, nargs="?", default=PARAMS_FILE, help="default: ./params.yaml")
-    path = parser.parse_args(argv).params
-    try:
-        load_settings(path)
-    except ParamsError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    print(f"{path}: ok")
-    return 0

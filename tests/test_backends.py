@@ -34,10 +34,10 @@ from egoeval.backends import (
     request_key,
 )
 from egoeval.backends.client import FIRST_CALLS, ModelClient
+from egoeval.backends.limiter import AdaptiveLimiter, Outcome, RetriesExhausted, call_with_retries
 from egoeval.backends.openai import OpenAIBackend, _Answer, parse_retry_after, reply_byte_limit
 from egoeval.cache import ResponseCache
 from egoeval.errors import InputError
-from egoeval.limiter import AdaptiveLimiter, Outcome, RetriesExhausted, call_with_retries
 from egoeval.openai_server import Fault, OpenAIServer, Served, last_user_text
 
 KEY_ENV = "EGOEVAL_TEST_API_KEY"

@@ -22,9 +22,9 @@ from egoeval.backends import (
     make_backend,
     request_key,
 )
+from egoeval.backends.limiter import AdaptiveLimiter, call_with_retries
 from egoeval.cache import ResponseCache
 from egoeval.errors import Interrupted
-from egoeval.limiter import AdaptiveLimiter, call_with_retries
 
 FIRST_CALLS = 8  # when the first calls that reach an endpoint are all rejected alike, every call would be: stop
 

@@ -93,7 +93,7 @@ def infer_flow(root: str = ".", shards: int = 0) -> str:
     base = Path(root).resolve()
     inputs = inference.inference_inputs(base)
     responses = sharded_inference(inputs, shards or flow_settings(base).dask_workers)
-    inference.check_failures(responses, float(inputs.infer_params["max_failure_rate"]))
+    inference.check_failures(responses, inputs.infer.max_failure_rate)
     write_parquet(base / RESPONSES, responses)
     return str(base / RESPONSES)
 

@@ -104,7 +104,8 @@ def hostile_files(folder: Path) -> dict[str, tuple[str, Path]]:
 READERS = {
     "pickle": "from egoeval.egohumans.formats import load_pickle as read",
     "annotation": "from egoeval.egohumans.formats import read_tracking_annotation as read",
-    "mot": "from functools import partial; from egoeval.mot import read_mot; read = partial(read_mot, kind='gt')",
+    "mot": "from functools import partial; from egoeval.tracking.mot import read_mot; "
+    "read = partial(read_mot, kind='gt')",
     "det": "from functools import partial; from egoeval.egohumans.formats import read_det_txt; "
     "read = partial(read_det_txt, sequence='s')",
 }

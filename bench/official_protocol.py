@@ -1,6 +1,6 @@
-"""The official EgoHumans protocol (egoeval.metrics.official) vs mmtracking's eval_mot on py-motmetrics 1.4.0 with
-lap 0.4.0 in the official environment (tests/oracle_env.py: Python 3.8, NumPy 1, built once), on the same ~200k
-ground-truth boxes, one run; and ``--write-manifest`` throughput on an official-layout data root.
+"""The official EgoHumans protocol (egoeval.tracking.motmetrics.eval_mot) vs mmtracking's eval_mot on py-motmetrics
+1.4.0 with lap 0.4.0 in the official environment (tests/oracle_env.py: Python 3.8, NumPy 1, built once), on the same
+~200k ground-truth boxes, one run; and ``--write-manifest`` throughput on an official-layout data root.
 
 Goals: the official protocol at least 10x faster than py-motmetrics with identical numbers; pinning the 47,740
 test frames in minutes.
@@ -20,7 +20,7 @@ import pandas as pd
 from bench import OUT, save
 from bench.score_tracks import FRAMES, make_sequence
 from egoeval.io import sha256_file, sha256_files
-from egoeval.metrics.official import evaluate_official
+from egoeval.tracking.motmetrics import eval_mot
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from oracle_env import MotmetricsOracle, build
@@ -64,7 +64,7 @@ def bench_protocol() -> dict:
     best, ours = float("inf"), None
     for _ in range(3):
         start = time.perf_counter()
-        ours = evaluate_official(gt, pred)
+        ours = eval_mot(gt, pred)
         best = min(best, time.perf_counter() - start)
     diff, counts = max_difference(ours, theirs)
     result = {
@@ -87,6 +87,7 @@ def bench_protocol() -> dict:
 
 def bench_manifest() -> dict:
     from egoeval.egohumans.fetching import write_root_manifest
+    from egoeval.egohumans.settings import FetchSettings
 
     root = OUT / "manifest_root"
     shutil.rmtree(root, ignore_errors=True)
@@ -111,11 +112,19 @@ def bench_manifest() -> dict:
     import json
 
     annotation.write_text(json.dumps(doc))
-    params = {"annotation": "benchmark/x/all/coco_track/tracking_{modality}.json", "modality": "ego_rgb"}
-    params |= {"detections": None, "duplicate_videos": "error"}
+    settings = FetchSettings(
+        source="local",
+        path=str(root),
+        annotation="benchmark/x/all/coco_track/tracking_{modality}.json",
+        modality="ego_rgb",
+        manifest=str(root / "manifest.sha256"),
+        detections=None,
+        duplicate_videos="error",
+        camera_model="aria_fisheye",
+    )
     os.sync()
     start = time.perf_counter()
-    names = write_root_manifest(root, params, ["gt"])
+    names = write_root_manifest(root, settings, ["gt"])
     parallel_s = time.perf_counter() - start
     start = time.perf_counter()
     sha256_files(root, names)

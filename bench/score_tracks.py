@@ -1,4 +1,4 @@
-"""Tracking metrics: TrackEval's file-based Evaluator vs egoeval.metrics on the same files, one run.
+"""Tracking metrics: TrackEval's file-based Evaluator vs egoeval.tracking.trackeval on the same files, one run.
 
 Goal: at least 10x faster than TrackEval (MOT15, HOTA + CLEAR + Identity) on ~200k ground-truth boxes,
 with every number equal to 1e-9.
@@ -106,8 +106,8 @@ def run_ours(gt_dir: Path, pred_dir: Path) -> tuple[dict, dict]:
 
     Returns every field (TrackEval's layout) and the summaries (what evaluate_sequences returns).
     """
-    from egoeval.metrics import evaluate, summarize  # here, so that a TrackEval process does not import it
-    from egoeval.mot import read_mot, read_mot_folder, read_seqinfo
+    from egoeval.tracking.mot import read_mot, read_mot_folder, read_seqinfo
+    from egoeval.tracking.trackeval import evaluate, summarize
 
     gt_files, pred_files = read_mot_folder(gt_dir), read_mot_folder(pred_dir)
     gt = {seq: read_mot(path, kind="gt") for seq, path in gt_files.items()}

@@ -1,8 +1,8 @@
 """Tracking speed: frames per second of each tracker on the bundled sample's simulated detections, one run.
 
-Goal: the ego-motion tracker (egoeval/egohumans/egomotion.py) within 2x of ByteTrack's time. The sample is generated
-and fetched in a temporary folder by the project's own stages, exactly as ``dvc repro`` would; each tracker then
-tracks every sequence (best of 3 runs), from the detections table in memory.
+Goal: the ego-motion tracker (egoeval/egohumans/trackers/egomotion.py) within 2x of ByteTrack's time. The sample is
+generated and fetched in a temporary folder by the project's own stages, exactly as ``dvc repro`` would; each tracker
+then tracks every sequence (best of 3 runs), from the detections table in memory.
 """
 
 from __future__ import annotations
@@ -56,13 +56,13 @@ def run() -> dict[str, Any]:
         total = sum(int(s["length"]) for s in sequences)
         rows = []
         for name in track.trackers:
-            settings = track.settings_of(name)
+            config = track.config[name]
             best = float("inf")
             for _ in range(REPEATS):
                 start = time.perf_counter()
                 for seq in sequences:
                     part = detections[detections["sequence"] == seq["name"]]
-                    track_sequence(name, settings, part, int(seq["length"]), frames[seq["name"]], cameras[seq["name"]])
+                    track_sequence(config, part, int(seq["length"]), frames[seq["name"]], cameras[seq["name"]])
                 best = min(best, time.perf_counter() - start)
             rows.append({"tracker": name, "seconds": best, "fps": total / best})
     byte = next(r["seconds"] for r in rows if r["tracker"] == "bytetrack")

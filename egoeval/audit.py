@@ -28,17 +28,17 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import yaml
 
-from egoeval.cache import CACHE_DIR_ENV, CACHE_FILE, CACHE_ONLY_ENV, ResponseCache, cache_file
-from egoeval.egohumans.artifacts import GT_DIR
-from egoeval.egonormia.artifacts import DESCRIPTIONS, EVAL_JSON, RESPONSES
+from egoeval.benchmarks import registry
+from egoeval.cache import CACHE_DIR_ENV, CACHE_FILE, CACHE_MISS, CACHE_ONLY_ENV, ResponseCache, cache_file
 from egoeval.errors import InputError
+from egoeval.findings import Findings, compare_numbers
 from egoeval.io import flatten_dotted
 from egoeval.pipeline import (
     StageInfo,
@@ -49,43 +49,8 @@ from egoeval.pipeline import (
     read_lock,
     with_upstream,
 )
-from egoeval.reported import differences, flatten_metrics
 from egoeval.settings import load_settings
 from egoeval.stage import command_env
-
-CACHE_MISS = "not in the response cache"
-PREDICTIONS = "data/egonormia/predictions.parquet"
-SUBTASKS = ("action", "justification", "sensible")
-MAX_LISTED = 20
-
-
-@dataclass
-class Findings:
-    """What the audit saw, in order; any ``differ`` makes the report not reproduce."""
-
-    lines: list[str] = field(default_factory=list)
-    differences: int = 0
-
-    def section(self, title: str) -> None:
-        self.lines.append(f"\n{title}")
-
-    def ok(self, text: str) -> None:
-        self.lines.append(f"  ok    {text}")
-
-    def note(self, text: str) -> None:
-        self.lines.append(f"  note  {text}")
-
-    def differ(self, text: str) -> None:
-        self.lines.append(f"  DIFF  {text}")
-        self.differences += 1
-
-    def listed(self, texts: list[str], what: str) -> None:
-        """``differ`` for the first MAX_LISTED texts, then one line counting the rest."""
-        for text in texts[:MAX_LISTED]:
-            self.differ(text)
-        if len(texts) > MAX_LISTED:
-            self.differ(f"... and {len(texts) - MAX_LISTED} more {what}")
-
 
 # ------------------------------------------------------------------------------------ 1. the workspace vs dvc.lock
 
@@ -196,16 +161,16 @@ def rederive(root: Path, work: Path, targets: list[str], findings: Findings) -> 
             return None
     changes = [line for _, line in lock_changes(work, [stage.name for stage in runs], outs_only=True)]
     findings.listed([f"re-derived {line}" for line in changes], "outputs")
-    if any(PREDICTIONS in line for line in changes):
-        pinned = pinned_output(root, PREDICTIONS)
-        findings.listed(explain_predictions(objects / pinned[:2] / pinned[2:], work / PREDICTIONS), "answers")
+    for stage in runs:
+        for path in stage.outs:
+            if any(f"output {path}" in line for line in changes):
+                pinned = pinned_output(root, path)
+                for benchmark in registry().values():
+                    explained = benchmark.explain_output(path, objects / pinned[:2] / pinned[2:], work / path)
+                    findings.listed(explained, "answers")
     if not changes:
         findings.ok(f"{len(runs)} stages re-ran from pinned inputs and cached answers; every output equals dvc.lock's")
     return changes
-
-
-ANSWER_OUTPUTS = ((RESPONSES, "response"), (DESCRIPTIONS, "description"))
-"""Outputs that record model answers with their request keys: what a clone without the response cache replays."""
 
 
 def gather_answers(root: Path, objects: Path, folder: Path, findings: Findings) -> list[str]:
@@ -214,15 +179,19 @@ def gather_answers(root: Path, objects: Path, folder: Path, findings: Findings) 
     answer outputs that are pinned but not in the DVC cache."""
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / CACHE_FILE
-    local = cache_file(root / load_settings(root / "params.yaml").egonormia.infer.cache_dir)
+    settings = load_settings(root / "params.yaml")
     from_local = 0
-    if local.is_file():
-        with ResponseCache(local) as cache:
-            cache.copy_to(target)
-            from_local = len(cache)
+    for benchmark in registry().values():
+        configured = benchmark.response_cache_dir(settings)
+        local = cache_file(root / configured) if configured else None
+        if local is not None and local.is_file() and not target.exists():  # one response cache serves them all
+            with ResponseCache(local) as cache:
+                cache.copy_to(target)
+                from_local = len(cache)
     unpulled, from_outputs = [], 0
+    outputs = [(o.path, o.column) for benchmark in registry().values() for o in benchmark.answer_outputs()]
     with ResponseCache(target) as cache:
-        for path, column in ANSWER_OUTPUTS:
+        for path, column in outputs:
             try:
                 md5 = pinned_output(root, str(path))
             except InputError:
@@ -242,66 +211,29 @@ def gather_answers(root: Path, objects: Path, folder: Path, findings: Findings) 
     return unpulled
 
 
-def _reason(error: str) -> str:
-    if CACHE_MISS in error:
-        return "missing item: the answer is not in the response cache"
-    if error.startswith("parse: "):
-        return f"parse failure: {error.removeprefix('parse: ')}"
-    return error or "ok"
-
-
-def explain_predictions(pinned_path: Path, derived_path: Path) -> list[str]:
-    """One line per (clip, setting, model, subtask) whose re-derived answer differs from the pinned one, with why."""
-    if not pinned_path.is_file():
-        return [f"the pinned {PREDICTIONS} is not in the DVC cache: cannot name the differing answers"]
-    both = pd.read_parquet(pinned_path).merge(
-        pd.read_parquet(derived_path), on=["id", "setting", "model"], how="outer", suffixes=("_p", "_d"), indicator=True
-    )
-    lines = []
-    for row in both.to_dict("records"):
-        where = f"{row['id']} {row['setting']}/{row['model']}"
-        if row["_merge"] != "both":
-            side = "pinned" if row["_merge"] == "left_only" else "re-derived"
-            lines.append(f"{where}: only in the {side} predictions (missing item)")
-            continue
-        for subtask in SUBTASKS:
-            old, new = _answer(row[f"{subtask}_p"]), _answer(row[f"{subtask}_d"])
-            old_error, new_error = row[f"{subtask}_error_p"], row[f"{subtask}_error_d"]
-            if old != new or old_error != new_error:
-                lines.append(
-                    f"{where} {subtask}: pinned {old} ({_reason(old_error)}), re-derived {new} ({_reason(new_error)})"
-                )
-    return lines
-
-
-def _answer(value: Any) -> int | list[int]:
-    return int(value) if isinstance(value, int | float) else [int(v) for v in value]
-
-
 # -------------------------------------------------------------------------------------------- 3. the comparisons
 
 
 @dataclass(frozen=True)
 class Report:
     path: Path
-    kind: str  # metrics | eval-json | tracks
+    kind: str  # metrics, or a kind of a benchmark's own (Benchmark.audit_report_kind)
     benchmarks: tuple[str, ...]
     data: dict[str, Any]
 
 
-def _is_eval_json(values: list[Any]) -> bool:
-    return any(isinstance(entry, dict) and "best" in entry for entry in values[0].values())
-
-
 def read_report(path: Path, known: dict[str, Any] | None = None) -> Report:
-    """What REPORTED is, from its content: a folder of tracker results, an EgoNormia eval-JSON, or a metrics JSON of
-    one of the ``known`` benchmarks (``{benchmark: its current metrics}``: the one sharing most top-level keys), or
-    a baseline ``{benchmark: metrics}``."""
+    """What REPORTED is, from its content: a report of a benchmark's own kind (a folder of tracker results, an
+    EgoNormia eval-JSON: ``Benchmark.audit_report_kind``), a metrics JSON of one of the ``known`` benchmarks
+    (``{benchmark: its current metrics}``: the one sharing most top-level keys), or a baseline
+    ``{benchmark: metrics}``."""
     known = known or {}
     if path.is_dir():
-        if not any(path.glob("*.txt")):
-            raise InputError(path, "a MOTChallenge results folder needs <seq>.txt files")
-        return Report(path, "tracks", ("egohumans",), {})
+        for benchmark in registry().values():
+            kind = benchmark.audit_report_kind(path, None)
+            if kind:
+                return Report(path, kind, (benchmark.name,), {})
+        raise InputError(path, "not a results folder any benchmark reads (e.g. MOTChallenge <seq>.txt files)")
     try:
         data = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
@@ -311,77 +243,16 @@ def read_report(path: Path, known: dict[str, Any] | None = None) -> Report:
         raise InputError(path, "expected a JSON object of objects")
     if set(data) <= set(known):
         return Report(path, "metrics", tuple(sorted(data)), data)
-    if _is_eval_json(values):
-        return Report(path, "eval-json", ("egonormia",), data)
+    for benchmark in registry().values():
+        kind = benchmark.audit_report_kind(path, data)
+        if kind:
+            return Report(path, kind, (benchmark.name,), data)
     shared = {name: len(set(data) & set(content or {})) for name, content in known.items()}
     best = max(shared, key=lambda name: shared[name], default=None)
     if best is not None and shared[best]:
         return Report(path, "metrics", (best,), data)
     names = ", ".join(sorted(known)) or "no benchmark (none is declared or run)"
-    raise InputError(path, f"neither a metrics JSON of {names} nor an EgoNormia eval-JSON")
-
-
-def compare_numbers(reported: dict[str, Any], derived: dict[str, Any], tolerance: float, findings: Findings) -> None:
-    """Every number in ``reported`` against the re-derived one; a differing one says if it is inside the ci95."""
-    numbers = flatten_metrics(reported)
-    found = differences(numbers, flatten_metrics(derived), tolerance)
-    for difference in found:
-        findings.differ(difference.describe("re-derived"))
-    if not found:
-        findings.ok(f"{len(numbers)} reported numbers reproduce within {tolerance:g}")
-
-
-def compare_eval_json(report: Report, work: Path, tolerance: float, findings: Findings) -> None:
-    """The official scorer's numbers per model key, then every clip whose answers differ."""
-    from egoeval.egonormia.scoring import OfficialFormatError, score_official
-
-    ours = json.loads((work / EVAL_JSON).read_text())
-    try:
-        theirs_scores = score_official(report.data)
-    except OfficialFormatError as error:
-        raise InputError(report.path, str(error)) from None
-    start = findings.differences
-    compare_numbers(theirs_scores, score_official(ours), tolerance, findings)
-    answers = []
-    for clip, models in sorted(report.data.items()):
-        for model, entry in sorted(models.items()):
-            mine = ours.get(clip, {}).get(model)
-            if mine is None:
-                answers.append(f"{clip} {model}: reported, but not re-derived (missing item)")
-            elif mine != entry:
-                answers.append(f"{clip} {model}: reported {json.dumps(entry)}, re-derived {json.dumps(mine)}")
-    findings.listed(answers, "answers")
-    missing = sorted(set(ours) - set(report.data))
-    if missing:
-        findings.note(f"{len(missing)} re-derived clips are not in the report, e.g. {missing[:3]}")
-    if findings.differences == start:
-        findings.ok("every clip's answers reproduce")
-
-
-def compare_tracks(report: Report, work: Path, tolerance: float, findings: Findings) -> None:
-    """Tracker results scored against the pinned ground truth, against the re-derived run of that name (or any)."""
-    from egoeval.metrics import score_protocol
-    from egoeval.mot import read_mot, read_mot_folder
-
-    gt = {name: read_mot(path, kind="pred") for name, path in read_mot_folder(work / GT_DIR).items()}
-    found = read_mot_folder(report.path)
-    unknown = sorted(set(found) - set(gt))
-    if unknown:
-        findings.differ(f"sequences not in the pinned ground truth: {unknown}")
-    pred = {name: read_mot(path, kind="pred") for name, path in found.items() if name in gt}
-    settings = load_settings(work / "params.yaml").egohumans.score
-    scored = score_protocol(gt, pred, settings.protocol, iou_threshold=settings.iou_threshold)
-    runs = json.loads((work / "metrics/egohumans.json").read_text())
-    names = [report.path.name] if report.path.name in runs else sorted(runs)
-    trials = []
-    for name in names:
-        trial = Findings()
-        compare_numbers(scored, runs[name], tolerance, trial)
-        trials.append((trial.differences, name, trial))
-    differences, name, best = min(trials, key=lambda t: t[0])
-    findings.note(f"compared with the re-derived run {name}" + ("" if len(names) == 1 else " (the closest)"))
-    findings.lines += best.lines
-    findings.differences += differences
+    raise InputError(path, f"neither a metrics JSON of {names} nor a report any benchmark reads")
 
 
 def audit(paths: list[Path], root: Path, tolerance: float, keep: Path | None = None) -> Findings:
@@ -419,10 +290,10 @@ def audit(paths: list[Path], root: Path, tolerance: float, keep: Path | None = N
         for report in reports:
             findings.section(f"3. {report.path} ({report.kind}) against the re-derived numbers")
             start = findings.differences
-            if report.kind == "tracks":
-                compare_tracks(report, work, tolerance, findings)
-            elif report.kind == "eval-json":
-                compare_eval_json(report, work, tolerance, findings)
+            if report.kind != "metrics":
+                registry()[report.benchmarks[0]].audit_compare(
+                    report.kind, report.path, report.data, work, tolerance, findings
+                )
             else:
                 single = not set(report.data) <= set(files)
                 compare_numbers(report.data, derived[report.benchmarks[0]] if single else derived, tolerance, findings)

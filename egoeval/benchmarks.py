@@ -2,7 +2,8 @@
 
 Nothing here names a benchmark. The settings root (``egoeval.settings``), the report page, ``egoeval compare``, the
 audit and the sharded flows iterate :func:`registry`; a new benchmark is a new package with a ``benchmark.py`` (plus
-its stages in dvc.yaml and its section in params.yaml), and no shared module changes.
+its stages in dvc.yaml and its section in params.yaml), and no shared module changes. A stage of one benchmark
+imports that benchmark only (:func:`benchmark`), so adding a benchmark re-runs none of the others' stages.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:
     import pandas as pd
     from pydantic import BaseModel
+
+    from egoeval.findings import Findings
 
 
 @dataclass(frozen=True)
@@ -54,7 +57,6 @@ class Benchmark:
     name: ClassVar[str]  # its params.yaml section and dvc.yaml's ``meta.benchmark``
     title: ClassVar[str]  # as a reader knows it, e.g. "EgoNormia"
     order: ClassVar[int] = 100  # its place on the report page and in listings (then by name)
-    answer_outputs: ClassVar[tuple[AnswerOutput, ...]] = ()
 
     def settings_model(self) -> type[BaseModel]:
         """The pydantic model of its params.yaml section."""
@@ -71,13 +73,25 @@ class Benchmark:
         """``egoeval compare``: our numbers beside the published ones, as text."""
         return f"no published numbers are bundled for {self.title}"
 
-    def audit_report_kind(self, path: Path, data: Any) -> str | None:
-        """The kind of a report this benchmark reads other than a metrics file (``None``: not one of its own)."""
+    def answer_outputs(self) -> list[AnswerOutput]:
+        """Its outputs that record model answers with their request keys (the audit replays them)."""
+        return []
+
+    def response_cache_dir(self, settings: Any) -> str | None:
+        """Where its stages keep the durable response cache (params), or None when it calls no model."""
         return None
 
-    def audit_compare(self, kind: str, path: Path, data: Any, work: Path, tolerance: float) -> list[str]:
-        """Differences between a report of ``kind`` and the numbers re-derived in ``work``."""
+    def explain_output(self, path: str, pinned: Path, derived: Path) -> list[str]:
+        """Why a re-derived output differs from the pinned one, one line per difference (``[]``: nothing to add)."""
         return []
+
+    def audit_report_kind(self, path: Path, data: Any) -> str | None:
+        """The kind of a report of its own other than a metrics file (``data``: the parsed JSON; None for a
+        folder), or None when it is not one."""
+        return None
+
+    def audit_compare(self, kind: str, path: Path, data: Any, work: Path, tolerance: float, findings: Findings) -> None:
+        """A report of ``kind`` against the numbers re-derived in ``work``: what differs goes into ``findings``."""
 
     def scale_out(self, form: str) -> ScaleOut | None:
         """The sharded form of one of its stages (dvc.yaml's ``meta.scale_out.form``), or None."""
@@ -99,17 +113,33 @@ class ScaleOut:
 
 
 @cache
-def registry() -> dict[str, Benchmark]:
-    """Every benchmark package's ``BENCHMARK``, by name, in report order."""
+def benchmark_names() -> tuple[str, ...]:
+    """The names of the benchmark packages (a package's name is its benchmark's), found without importing them."""
     import egoeval
 
-    found: list[Benchmark] = []
-    for module in pkgutil.iter_modules(egoeval.__path__):
-        if module.ispkg and (Path(module.module_finder.path) / module.name / "benchmark.py").is_file():  # type: ignore[union-attr]
-            found.append(importlib.import_module(f"egoeval.{module.name}.benchmark").BENCHMARK)
+    return tuple(
+        sorted(
+            module.name
+            for module in pkgutil.iter_modules(egoeval.__path__)
+            if module.ispkg and (Path(module.module_finder.path) / module.name / "benchmark.py").is_file()  # type: ignore[union-attr]
+        )
+    )
+
+
+@cache
+def benchmark(name: str) -> Benchmark:
+    """The benchmark of that name; imports its package's ``benchmark.py`` only (a stage of one benchmark loads no
+    other's code)."""
+    if name not in benchmark_names():
+        raise KeyError(f"no benchmark {name!r} (known: {', '.join(benchmark_names())})")
+    found: Benchmark = importlib.import_module(f"egoeval.{name}.benchmark").BENCHMARK
+    if found.name != name:
+        raise TypeError(f"egoeval/{name}/benchmark.py: BENCHMARK.name is {found.name!r}, not its package's name")
+    return found
+
+
+@cache
+def registry() -> dict[str, Benchmark]:
+    """Every benchmark, by name, in report order."""
+    found = [benchmark(name) for name in benchmark_names()]
     return {b.name: b for b in sorted(found, key=lambda b: (b.order, b.name))}
-
-
-def benchmark(name: str) -> Benchmark | None:
-    """The registered benchmark of that name, or None."""
-    return registry().get(name)

@@ -24,6 +24,7 @@ from egoeval.stage import KEPT
 
 CACHE_DIR_ENV = "EGOEVAL_CACHE_DIR"  # overrides params' cache_dir (e.g. the audit points at the original's cache)
 CACHE_ONLY_ENV = "EGOEVAL_CACHE_ONLY"  # "1": answer from the cache only; a miss is an error, nothing is sent
+CACHE_MISS = "not in the response cache"  # how a cache-only call says it found no answer
 CACHE_FILE = "responses.sqlite"  # in the cache folder; one file for every stage that calls a model
 
 

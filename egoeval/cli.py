@@ -16,7 +16,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "main",
         "rescore EgoNormia predictions in the official eval-JSON layout",
     ),
-    "score-tracks": ("egoeval.metrics.cli", "main", "score MOTChallenge tracker output (CLEAR, Identity, HOTA)"),
+    "score-tracks": (
+        "egoeval.egohumans.score_tracks",
+        "main",
+        "score MOTChallenge tracker output (CLEAR, Identity, HOTA)",
+    ),
     "check-params": ("egoeval.settings", "check_params_main", "validate params.yaml (types, ranges, unknown keys)"),
     "audit": ("egoeval.audit", "main", "check that reported numbers reproduce from pinned inputs"),
     "compare": ("egoeval.compare", "main", "print reported numbers beside the published ones"),

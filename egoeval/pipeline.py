@@ -41,6 +41,7 @@ class StageInfo:
     scale_out: dict[str, str] | None = None  # meta.scale_out: its sharded form and that form's options
     deps: tuple[str, ...] = ()  # declared dependency paths (files and folders), relative to the root
     params: tuple[str, ...] = ()  # declared params keys (dotted; a section covers its keys)
+    outs: tuple[str, ...] = ()  # every output path (metrics and plots too), relative to the root
 
 
 @dataclass(frozen=True)
@@ -138,6 +139,7 @@ def pipeline_stages(root: str | os.PathLike[str]) -> list[StageInfo]:
                     scale_out=meta.get("scale_out"),
                     deps=tuple(sorted(_rel(d.fs_path, top) for d in stage.deps if not isinstance(d, ParamsDependency))),
                     params=_declared_params(stage),
+                    outs=tuple(sorted(_rel(out.fs_path, top) for out in stage.outs)),
                 )
             )
         return infos

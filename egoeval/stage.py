@@ -79,9 +79,12 @@ def _stop(interrupted: Interrupted, started: float) -> None:
     os._exit(128 + interrupted.signum)
 
 
-def run_stage(body: Callable[[], object], params: str | os.PathLike[str] | None = PARAMS_FILE) -> int:
-    """Validate params.yaml whole (unless ``params`` is None: a tool mode), then run a stage body; map a failure to
-    an exit code and a one-line message on stderr. SIGINT and SIGTERM stop it at once (see the module docstring)."""
+def run_stage(
+    body: Callable[[], object], params: str | os.PathLike[str] | None = PARAMS_FILE, benchmark: str | None = None
+) -> int:
+    """Validate params.yaml (unless ``params`` is None: a tool mode; only ``benchmark``'s section when given: the
+    params stage checks the whole file first), then run a stage body; map a failure to an exit code and a one-line
+    message on stderr. SIGINT and SIGTERM stop it at once (see the module docstring)."""
     from egoeval.settings import load_settings
 
     started = time.monotonic()
@@ -89,7 +92,7 @@ def run_stage(body: Callable[[], object], params: str | os.PathLike[str] | None 
         with signals_interrupt():
             recover_outputs()  # a commit a killed run left half done is rolled back before anything reads it
             if params is not None:
-                load_settings(params)  # a bad key stops every stage before it does any work
+                load_settings(params, only=benchmark)  # a bad key stops the stage before it does any work
             result = body()
     except Interrupted as interrupted:
         _stop(interrupted, started)

@@ -35,7 +35,7 @@ from egoeval.egohumans.formats import DETECTION_COLUMNS, empty_detections, sort_
 from egoeval.egonormia import inference
 from egoeval.egonormia.artifacts import RESPONSES
 from egoeval.io import write_parquet
-from egoeval.settings import load_settings
+from egoeval.settings import benchmark_settings
 from flows.config import flow_settings
 
 RESPONSE_ORDER = ["id", "setting", "model", "subtask"]  # run_inference's row order (unique per row)
@@ -111,7 +111,7 @@ def detect_shard(images: pd.DataFrame, params: dict[str, Any], arch_only: bool) 
 def detect_flow(root: str = ".", shards: int = 0, arch_only: bool = False) -> str:
     """The egohumans_detect stage in yolo mode, sharded by batch: writes data/egohumans/detections/yolo.parquet."""
     base = Path(root).resolve()
-    params = load_settings(base / "params.yaml").egohumans.detect.model_dump()
+    params = benchmark_settings("egohumans", base / "params.yaml").detect.model_dump()
     images = detection.read_images(base / FETCHED)
     images["path"] = [p if Path(p).is_absolute() else str(base / p) for p in images["path"]]
     shards = shards or flow_settings(base).dask_workers
@@ -141,7 +141,7 @@ def _detect_form(root: str, mode: str) -> str:
     """YOLO detection sharded by batch; the other modes are a quick read of boxes, run in place."""
     if mode != "yolo":
         out = Path(root) / detection.OUT_DIR / f"{mode}.parquet"
-        params = load_settings(Path(root) / "params.yaml").egohumans.detect.model_dump()
+        params = benchmark_settings("egohumans", Path(root) / "params.yaml").detect.model_dump()
         detection.detect(mode, Path(root) / FETCHED, out, params)
         return str(out)
     return detect_flow.with_options(task_runner=task_runner(root))(root=root)

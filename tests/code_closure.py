@@ -33,11 +33,27 @@ def _module_file(root: Path, module: str) -> Path | None:
     return None
 
 
+def _type_checking(node: ast.AST) -> bool:
+    """``if TYPE_CHECKING:``: imports for annotations only, never run."""
+    return isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+
+
+def _nodes(tree: ast.AST) -> list[ast.AST]:
+    """Every node of the tree except those under ``if TYPE_CHECKING:``."""
+    found, todo = [], [tree]
+    while todo:
+        node = todo.pop()
+        found.append(node)
+        todo += [child for child in ast.iter_child_nodes(node) if not _type_checking(child)]
+    return found
+
+
 def _imports(tree: ast.AST, module: str, is_package: bool) -> set[str]:
-    """Every module an AST imports, anywhere in the file (function-level imports too), as absolute names."""
+    """Every module an AST imports, anywhere in the file (function-level imports too; not those under
+    ``if TYPE_CHECKING:``), as absolute names."""
     found: set[str] = set()
     package = module if is_package else module.rpartition(".")[0]
-    for node in ast.walk(tree):
+    for node in _nodes(tree):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -86,6 +102,12 @@ def code_files(root: str | os.PathLike[str], module: str) -> set[str]:
             files.add(path.relative_to(root).as_posix())
         todo += sorted(_imports(tree, name, path.name == "__init__.py"))
     return files
+
+
+def runs_code(root: str | os.PathLike[str], path: str) -> bool:
+    """Whether a project file holds code worth declaring (a trivial package ``__init__`` does not)."""
+    file = Path(root) / path
+    return not (file.name == "__init__.py" and _trivial(ast.parse(file.read_text(encoding="utf-8"))))
 
 
 def covered(path: str, declared: tuple[str, ...] | list[str]) -> bool:

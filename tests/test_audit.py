@@ -14,8 +14,11 @@ import pytest
 import yaml
 from conftest import tool_env
 
-from egoeval.audit import Findings, compare_eval_json, compare_tracks, main, read_report
+from egoeval.audit import main, read_report
+from egoeval.egohumans.audit import compare_tracks
+from egoeval.egonormia.audit import compare_eval_json
 from egoeval.errors import InputError
+from egoeval.findings import Findings
 from egoeval.pipeline import pinned_output
 
 RUN = "bytetrack-file"  # a tracking run of the bundled sample
@@ -125,7 +128,8 @@ def test_a_tampered_eval_json_names_the_clip(rederived: Rederived, tmp_path: Pat
     both_moves = best["results"][1] == best["correct"][1]  # both = action and justification
     (tmp_path / "eval.json").write_text(json.dumps(answers))
     findings = Findings()
-    compare_eval_json(read_report(tmp_path / "eval.json"), work, 1e-6, findings)
+    report = read_report(tmp_path / "eval.json")
+    compare_eval_json(report.path, report.data, work, 1e-6, findings)
     diffs = [line for line in findings.lines if "DIFF" in line]
     assert any(line.startswith("  DIFF  blind_chance/action: reported") for line in diffs), diffs
     assert any(line.startswith(f"  DIFF  {clip} blind_chance: reported") for line in diffs), diffs
@@ -139,7 +143,7 @@ def test_tracker_results_folder_reproduces_or_differs(rederived: Rederived, tmp_
     folder = tmp_path / "some-results"  # not named after a run: compared with every run, the closest reported
     shutil.copytree(work / "data/egohumans/tracks" / RUN, folder)
     findings = Findings()
-    compare_tracks(read_report(folder), work, 1e-6, findings)
+    compare_tracks(read_report(folder).path, work, 1e-6, findings)
     assert findings.differences == 0 and f"compared with the re-derived run {RUN} (the closest)" in findings.lines[0]
 
     sequence = sorted(folder.glob("*.txt"))[0]
@@ -147,7 +151,7 @@ def test_tracker_results_folder_reproduces_or_differs(rederived: Rederived, tmp_
     sequence.write_text("\n".join(rows[len(rows) // 2 :]) + "\n")  # the first half of the boxes is gone
     (folder / "99_unknown.txt").write_text(rows[0] + "\n")
     findings = Findings()
-    compare_tracks(read_report(folder), work, 1e-6, findings)
+    compare_tracks(read_report(folder).path, work, 1e-6, findings)
     text = "\n".join(findings.lines)
     assert "DIFF  sequences not in the pinned ground truth: ['99_unknown']" in text
     assert f"DIFF  sequences/{sequence.stem}/FN: reported" in text and "DIFF  COMBINED/HOTA: reported" in text
@@ -176,5 +180,5 @@ def test_unreadable_reports_are_bad_input(tmp_path: Path, content: str, message:
 def test_a_missing_report_and_an_empty_folder_are_bad_input(tmp_path: Path, capsys) -> None:
     assert main([str(tmp_path / "absent.json")]) == 2
     assert "absent.json: no such file or folder" in capsys.readouterr().err
-    with pytest.raises(InputError, match=r"needs <seq>\.txt files"):
+    with pytest.raises(InputError, match=r"not a results folder any benchmark reads"):
         read_report(tmp_path)

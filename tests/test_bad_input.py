@@ -24,8 +24,8 @@ from egoeval.egonormia.protocols import registry
 from egoeval.egonormia.schema import read_official_json
 from egoeval.egonormia.settings import InferSettings, ModelSpec
 from egoeval.errors import InputError
-from egoeval.mot import read_mot
 from egoeval.stage import command_env
+from egoeval.tracking.mot import read_mot
 from stages.egonormia import infer as infer_stage
 from stages.egonormia.parse import parse_responses
 

@@ -300,4 +300,4 @@ def test_compare_refuses_an_unknown_benchmark(tmp_path: Path) -> None:
     assert done.returncode == 2 and "no published numbers for benchmark 'other'" in done.stderr
     (tmp_path / "egohumans.json").write_text("{}")
     done = compare(tmp_path, "egohumans.json", "--dataset", "ood_robot")
-    assert done.returncode == 2 and "EgoNormia options" in done.stderr
+    assert done.returncode == 2 and "the EgoNormia options" in done.stderr

@@ -17,7 +17,7 @@ import pytest
 import yaml
 from oracle_env import MotmetricsOracle, assert_equal_to_oracle
 
-from egoeval.egohumans import fetching, tracking
+from egoeval.egohumans import fetching, scoring, tracking
 from egoeval.egohumans.formats import (
     DETECTION_COLUMNS,
     ROOT_COLUMNS,
@@ -26,9 +26,11 @@ from egoeval.egohumans.formats import (
     read_detections_parquet,
     read_tracking_annotation,
 )
+from egoeval.egohumans.settings import DetectSettings, FetchSettings, SampleSettings, ScoreSettings, TrackerConfig
 from egoeval.errors import InputError
 from egoeval.io import verify_manifest
-from egoeval.mot import read_mot, write_mot
+from egoeval.settings import validate_params
+from egoeval.tracking.mot import read_mot, write_mot
 from stages.egohumans import detect, fetch, sample, score, track
 
 REPO = Path(__file__).resolve().parents[1]
@@ -57,10 +59,16 @@ def _params(**sample_overrides: Any) -> dict[str, Any]:
     return params
 
 
-def _fetch_params(root: Path, **changes: Any) -> dict[str, Any]:
+def _fetch_params(root: Path, **changes: Any) -> FetchSettings:
     """egohumans.fetch for a data root ``root`` pinned by ``root/manifest.sha256``."""
     fetch_params = _params()["egohumans"]["fetch"]
-    return {**fetch_params, "source": "local", "path": str(root), "manifest": str(root / "manifest.sha256"), **changes}
+    local = {"source": "local", "path": str(root), "manifest": str(root / "manifest.sha256")}
+    return FetchSettings(**{**fetch_params, **local, **changes})
+
+
+def _detect_settings(**changes: Any) -> DetectSettings:
+    """egohumans.detect of ``_params`` with ``changes``."""
+    return DetectSettings(**{**_params()["egohumans"]["detect"], **changes})
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +92,7 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 def test_sample_is_byte_identical_on_rerun(tmp_path: Path) -> None:
-    small = sample.SampleParams(**{**SMALL, "sequences": 1, "frames": 40})
+    small = SampleSettings(**{**SMALL, "sequences": 1, "frames": 40})
     sample.generate_sample(tmp_path / "a", small)
     sample.generate_sample(tmp_path / "b", small)
     first, second = _tree(tmp_path / "a"), _tree(tmp_path / "b")
@@ -93,7 +101,7 @@ def test_sample_is_byte_identical_on_rerun(tmp_path: Path) -> None:
     assert len([name for name in first if "/calib/" in name]) == 40
     names = sorted(n for n in first if n != "manifest.sha256")
     verify_manifest(tmp_path / "a" / "manifest.sha256", tmp_path / "a", names)
-    sample.generate_sample(tmp_path / "c", sample.SampleParams(**{**SMALL, "sequences": 1, "frames": 40, "seed": 4}))
+    sample.generate_sample(tmp_path / "c", SampleSettings(**{**SMALL, "sequences": 1, "frames": 40, "seed": 4}))
     assert _tree(tmp_path / "c")[ANNOTATION] != first[ANNOTATION]
 
 
@@ -215,9 +223,11 @@ def test_fetch_refuses_malicious_pickle_even_when_pinned(pipeline: Path, tmp_pat
     assert not marker.exists()
 
 
-def test_fetch_requires_a_manifest(pipeline: Path, tmp_path: Path) -> None:
+def test_fetch_requires_a_manifest() -> None:
+    params = _params()
+    params["egohumans"]["fetch"]["manifest"] = None
     with pytest.raises(InputError, match=r"egohumans\.fetch\.manifest"):
-        fetching.fetch(_fetch_params(pipeline / "data/egohumans/sample", manifest=None), tmp_path / "fetched", MODES)
+        validate_params(params)
 
 
 # ----------------------------------------------------------------------------------------- detect, track, score
@@ -242,7 +252,7 @@ def test_detect_official_without_the_pickle_names_it(pipeline: Path, tmp_path: P
     (source / OFFICIAL_PKL).unlink()
     fetching.fetch(_fetch_params(source), tmp_path / "fetched", MODES)
     with pytest.raises(InputError, match=r"no detections_ego_rgb\.pkl beside benchmark/sample/all/coco_track"):
-        detect.detect("official", tmp_path / "fetched", tmp_path / "official.parquet", _params()["egohumans"]["detect"])
+        detect.detect("official", tmp_path / "fetched", tmp_path / "official.parquet", _detect_settings())
 
 
 def test_tracks_and_scores(pipeline: Path) -> None:
@@ -277,9 +287,9 @@ def test_tracks_and_scores(pipeline: Path) -> None:
 
 
 def test_tracking_is_deterministic(pipeline: Path, tmp_path: Path) -> None:
-    settings = _params()["egohumans"]["track"]["config"]["botsort"]
+    config = TrackerConfig(**_params()["egohumans"]["track"]["config"]["botsort"])
     data = pipeline / "data/egohumans"
-    tracking.track("botsort", data / "detections/file.parquet", data / "fetched", tmp_path / "again", settings)
+    tracking.track("botsort", config, data / "detections/file.parquet", data / "fetched", tmp_path / "again")
     assert _tree(tmp_path / "again") == _tree(data / "tracks/botsort-file")
 
 
@@ -291,8 +301,8 @@ def test_tracker_frames_without_detections(pipeline: Path, tmp_path: Path) -> No
     table = table[table["sequence"] != first]
     path = tmp_path / "fewer.parquet"
     table.to_parquet(path, index=False)
-    settings = _params()["egohumans"]["track"]["config"]["bytetrack"]
-    tracking.track("bytetrack", path, data / "fetched", tmp_path / "out", settings)
+    config = TrackerConfig(**_params()["egohumans"]["track"]["config"]["bytetrack"])
+    tracking.track("bytetrack", config, path, data / "fetched", tmp_path / "out")
     assert (tmp_path / "out" / f"{first}.txt").read_text() == ""
 
 
@@ -301,21 +311,15 @@ def test_tracker_frames_without_detections(pipeline: Path, tmp_path: Path) -> No
 
 @pytest.fixture
 def tiny_fetched(tmp_path: Path) -> Path:
-    sample.generate_sample(tmp_path / "sample", sample.SampleParams(**{**SMALL, "sequences": 1, "frames": 3}))
+    sample.generate_sample(tmp_path / "sample", SampleSettings(**{**SMALL, "sequences": 1, "frames": 3}))
     fetching.fetch(_fetch_params(tmp_path / "sample"), tmp_path / "fetched", MODES)
     return tmp_path / "fetched"
 
 
 def test_yolo_architecture_only_end_to_end(tiny_fetched: Path, tmp_path: Path) -> None:
-    params = {
-        **_params()["egohumans"]["detect"],
-        "yolo_weights": "arch-only",
-        "yolo_batch": 2,
-        "yolo_imgsz": 320,
-        "yolo_conf": 0.001,
-    }
+    settings = _detect_settings(yolo_weights="arch-only", yolo_batch=2, yolo_imgsz=320, yolo_conf=0.001)
     out = tmp_path / "yolo.parquet"
-    detect.detect("yolo", tiny_fetched, out, params)
+    detect.detect("yolo", tiny_fetched, out, settings)
     table = pd.read_parquet(out)  # random weights: maybe no boxes at all; the plumbing is what is checked
     assert list(table.columns) == DETECTION_COLUMNS
     assert table["frame"].dtype == np.int64 and table["score"].dtype == np.float64
@@ -324,12 +328,11 @@ def test_yolo_architecture_only_end_to_end(tiny_fetched: Path, tmp_path: Path) -
 
 
 def test_yolo_without_weights_is_a_clear_error(tiny_fetched: Path, tmp_path: Path) -> None:
-    params = {**_params()["egohumans"]["detect"], "yolo_weights": None}
     with pytest.raises(InputError, match=r"egohumans\.detect\.yolo_weights is not set"):
-        detect.detect("yolo", tiny_fetched, tmp_path / "yolo.parquet", params)
+        detect.detect("yolo", tiny_fetched, tmp_path / "yolo.parquet", _detect_settings(yolo_weights=None))
     missing = tmp_path / "yolo11n.pt"
     with pytest.raises(InputError, match="names no such file") as err:
-        detect.detect("yolo", tiny_fetched, tmp_path / "yolo.parquet", {**params, "yolo_weights": str(missing)})
+        detect.detect("yolo", tiny_fetched, tmp_path / "yolo.parquet", _detect_settings(yolo_weights=str(missing)))
     assert str(missing) in str(err.value)
     assert not missing.exists() and not (tmp_path / "yolo.parquet").exists()
 
@@ -403,7 +406,7 @@ def test_official_score_reads_ground_truth_as_the_dataset_class(
         copies = rows.iloc[::3].assign(id=rows["id"].iloc[::3] + 5000)
         write_mot(tracks / "duplicates" / path.name, pd.concat([rows, copies]))
     runs = ["bytetrack-gt", "duplicates"]
-    ours = score.score(tmp_path / "fetched/gt", tracks, runs, 0.5, protocol="official")
+    ours = scoring.score(tmp_path / "fetched/gt", tracks, runs, ScoreSettings(protocol="official", iou_threshold=0.5))
     for run in runs:
         theirs = motmetrics_oracle.evaluate(annotation, official_results(annotation, tracks / run))
         assert_equal_to_oracle(ours[run], theirs)
@@ -418,7 +421,9 @@ def test_trackeval_protocol_equals_trackeval(pipeline: Path, tmp_path: Path) -> 
 
     data = pipeline / "data/egohumans"
     runs = ["bytetrack-file", "botsort-gt"]
-    metrics = score.score(data / "fetched/gt", data / "tracks", runs, 0.5, protocol="trackeval")
+    metrics = scoring.score(
+        data / "fetched/gt", data / "tracks", runs, ScoreSettings(protocol="trackeval", iou_threshold=0.5)
+    )
     sequences = json.loads((pipeline / "data/egohumans/fetched/sequences.json").read_text())["sequences"]
     lengths = {s["name"]: s["length"] for s in sequences}
     gt = {name: pipeline / "data/egohumans/fetched/gt" / f"{name}.txt" for name in lengths}

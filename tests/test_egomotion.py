@@ -14,8 +14,8 @@ from conftest import assert_tracker_wins, dvc, write_params
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from egoeval.egohumans.egomotion import CameraModel, CameraPose, camera_motion
-from egoeval.egohumans.settings import packaged_trackers
+from egoeval.egohumans.settings import TrackerConfig, packaged_trackers
+from egoeval.egohumans.trackers.egomotion import CameraModel, CameraPose, camera_motion
 from egoeval.egohumans.tracking import camera_poses, track_sequence
 from egoeval.errors import InputError
 
@@ -89,13 +89,13 @@ def test_with_identity_extrinsics_it_is_bytetrack(reproduced: Path) -> None:
     still = images.assign(extrinsics=[np.eye(4).ravel()] * len(images))
     detections = pd.read_parquet(reproduced / "data/egohumans/detections/file.parquet")
     sequences = json.loads((fetched / "sequences.json").read_text())["sequences"]
-    ego = packaged_trackers()["egomotion"]
+    ego = TrackerConfig(**packaged_trackers()["egomotion"])
     changed = 0
     for seq in sequences:
         rows = detections[detections["sequence"] == seq["name"]]
-        byte = track_sequence("bytetrack", packaged_trackers()["bytetrack"], rows, seq["length"])
-        turned = track_sequence("ego", ego, rows, seq["length"], cameras=camera_poses(images, fetched)[seq["name"]])
-        held = track_sequence("ego", ego, rows, seq["length"], cameras=camera_poses(still, fetched)[seq["name"]])
+        byte = track_sequence(TrackerConfig(**packaged_trackers()["bytetrack"]), rows, seq["length"])
+        turned = track_sequence(ego, rows, seq["length"], cameras=camera_poses(images, fetched)[seq["name"]])
+        held = track_sequence(ego, rows, seq["length"], cameras=camera_poses(still, fetched)[seq["name"]])
         pd.testing.assert_frame_equal(held, byte)
         changed += not turned.equals(byte)
     assert changed == len(sequences)  # and with the real head rotation every sequence tracks differently

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from trackeval.datasets._base_dataset import _BaseDataset
 
 from egoeval.errors import InputError
-from egoeval.mot import COLUMNS, SeqInfo, read_mot, read_mot_folder, read_seqinfo, write_mot
+from egoeval.tracking.mot import COLUMNS, SeqInfo, read_mot, read_mot_folder, read_seqinfo, write_mot
 
 MOT = TEST_DATA / "mot"
 TUD = ["TUD-Campus", "TUD-Stadtmitte"]

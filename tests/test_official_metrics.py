@@ -9,6 +9,7 @@ import json
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import get_args
 
 import numpy as np
 import pandas as pd
@@ -18,11 +19,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracle_env import MotmetricsOracle, assert_equal_to_oracle
 
-from egoeval.metrics import score_protocol
-from egoeval.metrics.cli import score_folders
-from egoeval.metrics.lapjv import LARGE, lapjv
-from egoeval.metrics.official import _expensive_edges, assign, evaluate_official
-from egoeval.mot import COLUMNS, read_mot, write_mot
+from egoeval.egohumans.evaluators import EVALUATORS, PROTOCOLS, evaluator
+from egoeval.egohumans.score_tracks import score_folders
+from egoeval.egohumans.settings import ScoreSettings
+from egoeval.tracking.lapjv import LARGE, lapjv
+from egoeval.tracking.mot import COLUMNS, read_mot, write_mot
+from egoeval.tracking.motmetrics import _expensive_edges, assign, eval_mot
 
 MOT = TEST_DATA / "mot"
 TUD = ["TUD-Campus", "TUD-Stadtmitte"]
@@ -92,10 +94,10 @@ TIE_PRED = [(1, 10, 0, 0, 10, 10, 1), (1, 11, 0, 0, 10, 10, 1), (2, 11, 0, 0, 10
 def test_identical_tracker_boxes_tie_as_lap_breaks_it(motmetrics_oracle: MotmetricsOracle) -> None:
     """lap 0.4.0 gives the person to tracker 11 in frame 1, so frame 2 (11 alone) continues it: no switch."""
     gt, pred = {"S": frame(TIE_GT)}, {"S": frame(TIE_PRED)}
-    official = score_protocol(gt, pred, "official")
+    official = evaluator("official").evaluate(gt, pred)
     assert (official["COMBINED"]["IDSW"], official["COMBINED"]["MOTA"]) == (0, 50.0)
     assert_equal_to_oracle(official, motmetrics_oracle.evaluate_mot(gt, pred))
-    trackeval = score_protocol(gt, pred, "trackeval")["COMBINED"]  # TrackEval's SciPy takes tracker 10 first
+    trackeval = evaluator("trackeval").evaluate(gt, pred)["COMBINED"]  # TrackEval's SciPy takes tracker 10 first
     assert (trackeval["IDSW"], trackeval["MOTA"]) == (1, 0.0)
 
 
@@ -126,7 +128,7 @@ def test_sub_pixel_and_off_image_ground_truth_is_dropped(motmetrics_oracle: Motm
     write_tree(tmp_path, {"S": gt}, {"S": pred}, {"S": (100, 80)})
     ours = score_cli(tmp_path)
     assert_equal_to_oracle(ours, motmetrics_oracle.evaluate_mot({"S": gt}, {"S": pred}, {"S": (100, 80)}))
-    kept_all = score_protocol({"S": gt}, {"S": pred}, "official")["COMBINED"]  # without the dataset's rules
+    kept_all = evaluator("official").evaluate({"S": gt}, {"S": pred})["COMBINED"]  # without the dataset's rules
     assert (ours["COMBINED"]["GT_Dets"], kept_all["GT_Dets"]) == (3 * 40, 6 * 40)
     assert (ours["COMBINED"]["ML"], kept_all["ML"]) == (0, 3)
     assert ours["COMBINED"]["FN"] < kept_all["FN"]
@@ -224,29 +226,29 @@ REACQUIRED_PRED += [(3, 20, 0, 0, 10, 10, 1)]
 
 def test_reacquired_person_keeps_its_last_track(motmetrics_oracle: MotmetricsOracle) -> None:
     gt, pred = {"S": frame(REACQUIRED_GT)}, {"S": frame(REACQUIRED_PRED)}
-    official = score_protocol(gt, pred, "official")["COMBINED"]
+    official = evaluator("official").evaluate(gt, pred)["COMBINED"]
     assert (official["IDSW"], official["FN"], official["FP"], official["MOTA"]) == (0, 1, 2, 0.0)
-    assert_equal_to_oracle(score_protocol(gt, pred, "official"), motmetrics_oracle.evaluate_mot(gt, pred))
-    trackeval = score_protocol(gt, pred, "trackeval")["COMBINED"]  # only the previous frame's match counts there
+    assert_equal_to_oracle(evaluator("official").evaluate(gt, pred), motmetrics_oracle.evaluate_mot(gt, pred))
+    trackeval = evaluator("trackeval").evaluate(gt, pred)["COMBINED"]  # only the previous frame's match counts there
     assert trackeval["IDSW"] == 1 and trackeval["MOTA"] == pytest.approx(-100 / 3)
 
 
 def test_unmatched_boxes_on_ignore_regions_are_removed(motmetrics_oracle: MotmetricsOracle) -> None:
     gt = {"S": frame([(1, 1, 0, 0, 10, 10, 0), (1, 2, 40, 40, 10, 10, 1)])}
     pred = {"S": frame([(1, 5, 1, 1, 8, 8, 1), (1, 6, 40, 40, 10, 10, 1)])}
-    official = score_protocol(gt, pred, "official")["COMBINED"]
+    official = evaluator("official").evaluate(gt, pred)["COMBINED"]
     assert (official["FP"], official["Dets"], official["MOTA"]) == (0, 1, 100.0)
-    assert score_protocol(gt, pred, "trackeval")["COMBINED"]["FP"] == 1
-    assert_equal_to_oracle(score_protocol(gt, pred, "official"), motmetrics_oracle.evaluate_mot(gt, pred))
+    assert evaluator("trackeval").evaluate(gt, pred)["COMBINED"]["FP"] == 1
+    assert_equal_to_oracle(evaluator("official").evaluate(gt, pred), motmetrics_oracle.evaluate_mot(gt, pred))
 
 
 def test_sequences_without_accumulated_frames_are_left_out(motmetrics_oracle: MotmetricsOracle) -> None:
     gt = {"A": frame([(1, 1, 0, 0, 10, 10, 1)]), "B": frame([(1, 1, 0, 0, 10, 10, 0)]), "C": frame([])}
     pred = {"A": frame([(1, 3, 0, 0, 10, 10, 1)]), "B": frame([(1, 4, 0, 0, 10, 10, 1)])}
-    ours = evaluate_official(gt, pred)
+    ours = eval_mot(gt, pred)
     assert list(ours["sequences"]) == ["A"]
     assert ours["COMBINED"]["IDF1"] == 100.0
-    assert_equal_to_oracle(score_protocol(gt, pred, "official"), motmetrics_oracle.evaluate_mot(gt, pred))
+    assert_equal_to_oracle(evaluator("official").evaluate(gt, pred), motmetrics_oracle.evaluate_mot(gt, pred))
 
 
 def test_cli_protocols(motmetrics_oracle: MotmetricsOracle, tmp_path: Path) -> None:
@@ -267,6 +269,15 @@ def test_cli_protocols(motmetrics_oracle: MotmetricsOracle, tmp_path: Path) -> N
     assert (official["protocol"], trackeval["protocol"]) == ("official", "trackeval")
     assert_equal_to_oracle(official, motmetrics_oracle.evaluate_mot(*tud()))
     assert official["COMBINED"]["HOTA"] == trackeval["COMBINED"]["HOTA"]
+
+
+def test_the_protocols_params_accept_are_the_evaluators() -> None:
+    """egohumans.score.protocol, `score-tracks --protocol` and the registry name the same evaluators."""
+    accepted = get_args(ScoreSettings.model_fields["protocol"].annotation)
+    assert sorted(accepted) == sorted(EVALUATORS) == sorted(PROTOCOLS)
+    assert all(evaluator(name).name == name for name in accepted)
+    with pytest.raises(ValueError, match="protocol must be one of"):
+        evaluator("motchallenge")
 
 
 # --- the LAPJV port ---------------------------------------------------------------------------------------------

@@ -70,10 +70,13 @@ BAD = [
     ("egohumans.detect.modes", ["detector"], ["egohumans.detect.modes[0]", "'detector'"]),
     ("egohumans.detect.yolo_imgsz", 650, ["yolo_imgsz", "multiple of 32"]),
     ("egohumans.detect.yolo_conf", 25, ["yolo_conf", "percent"]),
+    ("egohumans.detect.yolo_model", "yolo11n.pt", ["egohumans.detect.yolo_model", "architecture .yaml", "yolo11n.pt"]),
+    ("egohumans.fetch.manifest", None, ["egohumans.fetch.manifest", "must name the sha256 manifest"]),
     ("egohumans.track.trackers", ["deepsort"], ["egohumans.track", "trackers[0] = 'deepsort'"]),
     ("egohumans.track.config.bytetrack.track_low_thresh", 0.5, ["track_low_thresh (0.5)", "track_high_thresh"]),
     ("egohumans.track.config.botsort.gmc_method", "optflow", ["gmc_method", "'sparseOptFlow'"]),
     ("egohumans.track.config.bytetrack.fuse_score", "yes", ["fuse_score", "true or false"]),
+    ("egohumans.track.config.botsort.with_reid", True, ["egohumans.track.config.botsort", "with_reid must be false"]),
     ("egohumans.fetch.source", "s3", ["egohumans.fetch.source", "'local'"]),
     ("egohumans.fetch.modality", "rgb", ["egohumans.fetch.modality", "'ego_rgb'", "'exo'"]),
     ("egohumans.fetch.annotation", "/data/x.json", ["egohumans.fetch", "relative to the data root"]),
@@ -133,6 +136,28 @@ def test_unknown_section_and_not_a_mapping() -> None:
         validate_params({**BASE, "egonormiaa": {}})
     with pytest.raises(ParamsError, match="must be a mapping"):
         validate_params(["egonormia"])
+
+
+def test_one_benchmarks_stage_validates_and_imports_that_benchmark_only(tmp_path: Path) -> None:
+    """A stage checks its own section (the params stage checks the whole file first) and loads no other benchmark's
+    code, so adding or editing a benchmark re-runs none of the others' stages."""
+    params = edited("egohumans.score.iou_threshold", 50)
+    params["egonormia"]["model"]["temprature"] = 0.7
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    for own, other, bad in [("egohumans", "egonormia", "iou_threshold"), ("egonormia", "egohumans", "temprature")]:
+        probe = (
+            "import sys; from egoeval.settings import load_settings; from egoeval.errors import ParamsError\n"
+            f"try: load_settings({str(tmp_path / 'params.yaml')!r}, only={own!r})\n"
+            "except ParamsError as error: print(error)\n"
+            f"print(sorted(m for m in sys.modules if m.startswith('egoeval.{other}')))"
+        )
+        run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+        assert bad in run.stdout and run.stdout.rstrip().endswith("[]"), run.stdout
+    for section in ("egonormia", "egohumans"):  # every section is still required, and no unknown one is accepted
+        with pytest.raises(ParamsError, match=f"{section}: missing"):
+            validate_params({k: v for k, v in BASE.items() if k != section}, only="egonormia")
+    with pytest.raises(ParamsError, match="egonormiaa: unknown key"):
+        validate_params({**BASE, "egonormiaa": {}}, only="egohumans")
 
 
 def test_the_repository_params_are_valid() -> None:

@@ -12,7 +12,8 @@ import pytest
 import yaml
 
 from egoeval.egohumans import fetching
-from egoeval.egohumans.settings import packaged_trackers
+from egoeval.egohumans.settings import FetchSettings, SampleSettings, TrackerConfig, packaged_trackers
+from egoeval.egohumans.trackers import OWN
 from egoeval.egohumans.tracking import track, track_sequence
 from egoeval.errors import InputError, ParamsError
 from egoeval.settings import validate_params
@@ -39,6 +40,7 @@ def test_registry_is_ultralytics_tracker_map() -> None:
     from ultralytics.trackers.track import TRACKER_MAP
 
     assert sorted(packaged_trackers()) == sorted([*TRACKER_MAP, "egomotion", "world"])  # and egoeval's own
+    assert sorted(OWN) == ["egomotion", "world"]  # each of egoeval's own with its YAML of defaults
 
 
 # egoeval's own need cameras: tests/test_egomotion.py, tests/test_world_tracker.py
@@ -47,8 +49,8 @@ def test_every_tracker_runs_from_params(kind: str) -> None:
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     params["egohumans"]["track"]["config"][f"my{kind}"] = _runnable(kind)
     params["egohumans"]["track"]["trackers"] = [f"my{kind}"]
-    settings = validate_params(params).egohumans.track.settings_of(f"my{kind}")
-    out = track_sequence(f"my{kind}", settings, _walkers(), 30)
+    config = validate_params(params).egohumans.track.config[f"my{kind}"]
+    out = track_sequence(config, _walkers(), 30)
     assert out["id"].nunique() >= 2 and out["frame"].max() >= 25
 
 
@@ -77,19 +79,19 @@ def test_tracker_settings_are_checked_against_the_packaged_yaml() -> None:
 def test_botsort_camera_motion_compensation_uses_the_frames(tmp_path: Path) -> None:
     params = yaml.safe_load((REPO / "params.yaml").read_text())["egohumans"]
     small = {**params["sample"], "sequences": 1, "frames": 12, "width": 320, "height": 180}
-    sample.generate_sample(tmp_path / "sample", sample.SampleParams(**small))
+    sample.generate_sample(tmp_path / "sample", SampleSettings(**small))
     root = tmp_path / "sample"
-    fetch_params = {**params["fetch"], "path": str(root), "manifest": str(root / "manifest.sha256")}
-    fetching.fetch(fetch_params, tmp_path / "fetched", ["gt", "official"])
+    fetch_settings = FetchSettings(**{**params["fetch"], "path": str(root), "manifest": str(root / "manifest.sha256")})
+    fetching.fetch(fetch_settings, tmp_path / "fetched", ["gt", "official"])
     detections = pd.read_parquet(tmp_path / "fetched/detections_official.parquet")
     detections.to_parquet(tmp_path / "det.parquet", index=False)
-    settings = {**params["track"]["config"]["botsort"], "gmc_method": "sparseOptFlow"}
-    assert track("botsort", tmp_path / "det.parquet", tmp_path / "fetched", tmp_path / "gmc", settings) > 0
+    config = TrackerConfig(**{**params["track"]["config"]["botsort"], "gmc_method": "sparseOptFlow"})
+    assert track("botsort", config, tmp_path / "det.parquet", tmp_path / "fetched", tmp_path / "gmc") > 0
     # the frames are really read: a missing frame stops the run, naming it
     images = pd.read_parquet(tmp_path / "fetched/images.parquet")
     missing = Path(images["path"].iloc[3])
     missing.unlink()
     with pytest.raises(InputError, match="needed by gmc_method") as err:
-        track("botsort", tmp_path / "det.parquet", tmp_path / "fetched", tmp_path / "gmc2", settings)
+        track("botsort", config, tmp_path / "det.parquet", tmp_path / "fetched", tmp_path / "gmc2")
     assert str(missing) in str(err.value)
     assert np.isfinite(detections[["x", "y"]].to_numpy()).all()

@@ -20,11 +20,14 @@ from hypothesis import strategies as st
 from scipy.optimize import linear_sum_assignment
 from trackeval_oracle import assert_same, run_trackeval, write_tree
 
-from egoeval.metrics import CLEAR, HOTA, Identity, SequenceData, evaluate, evaluate_sequences, summarize
-from egoeval.metrics.hota import ALPHAS
-from egoeval.metrics.matching import forced_matches
-from egoeval.metrics.npsum import row_col_sums
-from egoeval.mot import read_mot
+from egoeval.tracking.base import SequenceData
+from egoeval.tracking.clear import CLEAR
+from egoeval.tracking.hota import ALPHAS, HOTA
+from egoeval.tracking.identity import Identity
+from egoeval.tracking.matching import forced_matches
+from egoeval.tracking.mot import read_mot
+from egoeval.tracking.npsum import row_col_sums
+from egoeval.tracking.trackeval import evaluate, evaluate_sequences, summarize
 
 MOT = TEST_DATA / "mot"
 TUD = ["TUD-Campus", "TUD-Stadtmitte"]

@@ -1,5 +1,6 @@
-"""The world-frame tracker (egoeval/egohumans/world.py): its Kalman filter on 3D roots, that the roots are what it
-adds to the ego-motion tracker, re-finding a person the wearer walked past, bad inputs, and the bundled sample."""
+"""The world-frame tracker (egoeval/egohumans/trackers/world.py): its Kalman filter on 3D roots, that the roots are
+what it adds to the ego-motion tracker, re-finding a person the wearer walked past, bad inputs, and the bundled
+sample."""
 
 from __future__ import annotations
 
@@ -15,11 +16,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.spatial.distance import mahalanobis
 
-from egoeval.egohumans.egomotion import CameraPose
 from egoeval.egohumans.formats import ROOT_COLUMNS, read_det_txt, read_detection_pickle
-from egoeval.egohumans.settings import packaged_trackers
+from egoeval.egohumans.settings import TrackerConfig, packaged_trackers
+from egoeval.egohumans.trackers.egomotion import CameraPose
+from egoeval.egohumans.trackers.world import RootFilter
 from egoeval.egohumans.tracking import track, track_sequence
-from egoeval.egohumans.world import RootFilter
 from egoeval.errors import InputError, ParamsError
 from egoeval.io import write_parquet
 from egoeval.settings import validate_params
@@ -90,10 +91,10 @@ def test_it_finds_again_a_person_the_wearer_walked_past() -> None:
     """While the person was hidden the wearer turned back: an image-plane filter extrapolates the person's drift
     across the image, the world filter knows they stood still and where the camera went."""
     detections, cameras = _walked_past(60, range(20, 40), 0.05)
-    trackers = packaged_trackers()
-    world = track_sequence("world", trackers["world"], detections, 60, cameras=cameras)
-    ego = track_sequence("ego", trackers["egomotion"], detections, 60, cameras=cameras)
-    byte = track_sequence("byte", trackers["bytetrack"], detections, 60)
+    trackers = {kind: TrackerConfig(**settings) for kind, settings in packaged_trackers().items()}
+    world = track_sequence(trackers["world"], detections, 60, cameras=cameras)
+    ego = track_sequence(trackers["egomotion"], detections, 60, cameras=cameras)
+    byte = track_sequence(trackers["bytetrack"], detections, 60)
     assert world["id"].nunique() == 1 and world["frame"].max() == 60
     assert ego["id"].nunique() == 2 and byte["id"].nunique() == 2  # the head did not turn: the warp cannot help
 
@@ -102,9 +103,9 @@ def test_without_roots_it_is_the_egomotion_tracker() -> None:
     """The roots are the cause: without them the world tracker's output is the ego-motion tracker's, box for box."""
     detections, cameras = _walked_past(60, range(20, 40), 0.05)
     rootless = detections.assign(**{c: np.nan for c in ROOT_COLUMNS})
-    trackers = packaged_trackers()
-    world = track_sequence("world", trackers["world"], rootless, 60, cameras=cameras)
-    ego = track_sequence("ego", trackers["egomotion"], rootless, 60, cameras=cameras)
+    trackers = {kind: TrackerConfig(**settings) for kind, settings in packaged_trackers().items()}
+    world = track_sequence(trackers["world"], rootless, 60, cameras=cameras)
+    ego = track_sequence(trackers["egomotion"], rootless, 60, cameras=cameras)
     pd.testing.assert_frame_equal(world, ego)
 
 
@@ -116,7 +117,7 @@ def test_detections_without_roots_are_refused_by_name(tmp_path: Path) -> None:
     rows = pd.DataFrame({"sequence": ["s"], "frame": [1], "x": [1.0], "y": [1.0], "w": [5.0], "h": [9.0]})
     write_parquet(tmp_path / "gt.parquet", rows.assign(score=1.0))
     with pytest.raises(InputError, match=r"gt\.parquet.*world tracker \(w\) needs 3D roots"):
-        track("w", tmp_path / "gt.parquet", fetched, tmp_path / "tracks", packaged_trackers()["world"])
+        track("w", TrackerConfig(**packaged_trackers()["world"]), tmp_path / "gt.parquet", fetched, tmp_path / "tracks")
 
 
 @pytest.mark.bad_input

@@ -24,7 +24,7 @@ from egoeval.backends import (
     request_key,
 )
 from egoeval.backends.limiter import AdaptiveLimiter, call_with_retries
-from egoeval.cache import ResponseCache
+from egoeval.cache import CACHE_MISS, ResponseCache
 from egoeval.errors import Interrupted
 
 FIRST_CALLS = 8  # when the first calls that reach an endpoint are all rejected alike, every call would be: stop
@@ -111,7 +111,7 @@ class ModelClient:
                 self.hits += 1
             return self._done(key, *cached)
         if self.cache_only:
-            return Completion(None, "not in the response cache (cache-only mode)", key)
+            return Completion(None, f"{CACHE_MISS} (cache-only mode)", key)
         if self.broken is not None:
             raise self.broken
         start = time.monotonic()

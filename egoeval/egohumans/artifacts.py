@@ -1,6 +1,6 @@
 """The EgoHumans artifact contract: where every stage writes, so stages, the audit and the report share one list.
 
-Table schemas and checked readers live beside the formats they read (egoeval.egohumans.formats, egoeval.mot).
+Table schemas and checked readers live beside the formats they read (egoeval.egohumans.formats, egoeval.tracking.mot).
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,19 @@ class EgoHumans(Benchmark):
         from egoeval.egohumans.report import report
 
         return report(root, settings)
+
+    def compare(self, metrics: Any, settings: Any, args: argparse.Namespace) -> str:
+        from egoeval.egohumans.published import compare_published
+
+        return compare_published(metrics, settings.egohumans.compare)
+
+    def audit_report_kind(self, path: Path, data: Any) -> str | None:
+        return "tracks" if data is None and any(path.glob("*.txt")) else None
+
+    def audit_compare(self, kind: str, path: Path, data: Any, work: Path, tolerance: float, findings: Any) -> None:
+        from egoeval.egohumans.audit import compare_tracks
+
+        compare_tracks(path, work, tolerance, findings)
 
 
 BENCHMARK = EgoHumans()

@@ -31,9 +31,10 @@ from egoeval.egohumans.formats import (
     read_detections_parquet,
     sort_detections,
 )
+from egoeval.egohumans.settings import DetectSettings
 from egoeval.errors import InputError
 from egoeval.io import PARAMS_FILE, read_json, read_parquet, write_parquet
-from egoeval.mot import read_mot
+from egoeval.tracking.mot import read_mot
 
 OUT_DIR = DETECTIONS
 ARCH_ONLY = "arch-only"
@@ -103,21 +104,22 @@ def fetched_detections(fetched: Path, kind: str) -> pd.DataFrame:
     return read_detections_parquet(fetched / f"detections_{kind}.parquet")
 
 
-def load_yolo(params: dict[str, Any], arch_only: bool = False) -> Any:
-    """The YOLO model from a local weights file, or the untrained architecture; never a download."""
+def typed(settings: DetectSettings | dict[str, Any]) -> DetectSettings:
+    """The ``egohumans.detect`` section; a dict (what flows/shard.py still hands over) goes through its model."""
+    return settings if isinstance(settings, DetectSettings) else DetectSettings.model_validate(settings)
+
+
+def load_yolo(settings: DetectSettings | dict[str, Any], arch_only: bool = False) -> Any:
+    """The YOLO model from a local weights file, or the untrained architecture (``yolo_model``); never a download."""
+    settings = typed(settings)
     os.environ.setdefault("YOLO_OFFLINE", "1")
-    weights = params.get("yolo_weights")
+    weights = settings.yolo_weights
     if arch_only or weights == ARCH_ONLY:
-        model_yaml = str(params.get("yolo_model") or "")
-        if not model_yaml.endswith((".yaml", ".yml")):
-            raise InputError(
-                PARAMS_FILE, f"egohumans.detect.yolo_model must be an architecture .yaml, got {model_yaml!r}"
-            )
         import torch
         from ultralytics import YOLO
 
         torch.manual_seed(0)
-        return YOLO(model_yaml)
+        return YOLO(settings.yolo_model)
     if not weights:
         raise InputError(
             PARAMS_FILE,
@@ -137,13 +139,14 @@ def read_images(fetched: Path) -> pd.DataFrame:
     return images.sort_values(["sequence", "frame"]).reset_index(drop=True)
 
 
-def detect_images(model: Any, images: pd.DataFrame, params: dict[str, Any]) -> pd.DataFrame:
+def detect_images(model: Any, images: pd.DataFrame, settings: DetectSettings | dict[str, Any]) -> pd.DataFrame:
     """Run ``model`` over the given frames (sequence, frame, path), in their order and in batches of ``yolo_batch``.
 
     Person boxes only, as a sorted detections table. A frame's boxes depend on the batch it is predicted in, so
     callers that split the work (flows/shard.py) pass whole batches of the stage's order.
     """
-    batch = int(params["yolo_batch"])
+    settings = typed(settings)
+    batch = settings.yolo_batch
     parts = []
     with tqdm(total=len(images), desc="yolo", unit="frame") as progress:
         for start in range(0, len(images), batch):
@@ -156,8 +159,8 @@ def detect_images(model: Any, images: pd.DataFrame, params: dict[str, Any]) -> p
                 frames.append(frame)
             results = model.predict(
                 frames,
-                imgsz=int(params["yolo_imgsz"]),
-                conf=float(params["yolo_conf"]),
+                imgsz=settings.yolo_imgsz,
+                conf=settings.yolo_conf,
                 classes=[PERSON],
                 verbose=False,
             )
@@ -184,20 +187,22 @@ def detect_images(model: Any, images: pd.DataFrame, params: dict[str, Any]) -> p
     return sort_detections(pd.concat([empty_detections(), *parts], ignore_index=True))
 
 
-def yolo_detections(fetched: Path, params: dict[str, Any], arch_only: bool = False) -> pd.DataFrame:
-    """Run YOLO over every frame listed by fetch (``detect_images`` with the model of params)."""
-    return detect_images(load_yolo(params, arch_only), read_images(fetched), params)
+def yolo_detections(fetched: Path, settings: DetectSettings, arch_only: bool = False) -> pd.DataFrame:
+    """Run YOLO over every frame listed by fetch (``detect_images`` with the model of the settings)."""
+    return detect_images(load_yolo(settings, arch_only), read_images(fetched), settings)
 
 
-def detect(mode: str, fetched: Path, out_path: Path, params: dict[str, Any], arch_only: bool = False) -> pd.DataFrame:
-    """Build the detections of ``mode`` and write them to ``out_path``."""
+def detect(
+    mode: str, fetched: Path, out_path: Path, settings: DetectSettings | dict[str, Any], arch_only: bool = False
+) -> pd.DataFrame:
+    """Build the detections of ``mode`` (one of DETECTION_MODES) and write them to ``out_path``."""
     if mode == "gt":
         table = gt_detections(fetched)
     elif mode in ("official", "file"):
         table = fetched_detections(fetched, mode)
     elif mode == "yolo":
-        table = yolo_detections(fetched, params, arch_only)
+        table = yolo_detections(fetched, typed(settings), arch_only)
     else:
-        raise InputError(PARAMS_FILE, f"detection mode must be one of {DETECTION_MODES}, got {mode!r}")
+        raise ValueError(f"detection mode must be one of {DETECTION_MODES}, got {mode!r}")
     write_parquet(out_path, table[DETECTION_COLUMNS])
     return table

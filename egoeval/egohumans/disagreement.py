@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import linear_sum_assignment
 
-from egoeval.metrics.similarity import box_iou
+from egoeval.tracking.similarity import box_iou
 
 OK, MISSED, SWITCHED = "ok", "missed", "switched"
 

@@ -45,6 +45,7 @@ from egoeval.egohumans.formats import (
     read_tracking_annotation,
     sort_detections,
 )
+from egoeval.egohumans.settings import FetchSettings
 from egoeval.errors import InputError
 from egoeval.io import (
     PARAMS_FILE,
@@ -57,44 +58,44 @@ from egoeval.io import (
     write_manifest,
     write_parquet,
 )
-from egoeval.mot import write_mot
+from egoeval.tracking.mot import write_mot
 
 OUT_DIR = FETCHED
 
 
-def annotation_name(params: dict[str, Any]) -> str:
+def annotation_name(settings: FetchSettings) -> str:
     """The annotation's path relative to the root, ``{modality}`` filled in."""
-    return str(params["annotation"]).replace("{modality}", str(params["modality"]))
+    return settings.annotation.replace("{modality}", settings.modality)
 
 
-def official_detections_name(params: dict[str, Any]) -> str:
+def official_detections_name(settings: FetchSettings) -> str:
     """``detections_<modality>.pkl`` beside the annotation (where the official conversion script writes it)."""
-    return (Path(annotation_name(params)).parent / f"detections_{params['modality']}.pkl").as_posix()
+    return (Path(annotation_name(settings)).parent / f"detections_{settings.modality}.pkl").as_posix()
 
 
-def input_files(root: Path, params: dict[str, Any], file_mode: bool) -> tuple[TrackingAnnotation, list[str]]:
+def input_files(root: Path, settings: FetchSettings, file_mode: bool) -> tuple[TrackingAnnotation, list[str]]:
     """The parsed annotation and every file it makes fetch read, each inside the data root (symlinks followed; else
     an error naming the annotation's image or the param): frames, calibration files, the released detections, and
     with ``file_mode`` (``file`` among egohumans.detect.modes) the user's detections."""
     roots = data_roots(root)
-    where = data_file(root, annotation_name(params), PARAMS_FILE, "egohumans.fetch.annotation", roots)
-    annotation = read_tracking_annotation(where, params["duplicate_videos"])
-    names = [annotation_name(params)]
+    where = data_file(root, annotation_name(settings), PARAMS_FILE, "egohumans.fetch.annotation", roots)
+    annotation = read_tracking_annotation(where, settings.duplicate_videos)
+    names = [annotation_name(settings)]
     for image_id, name in zip(annotation.images["image_id"], annotation.images["file_name"], strict=True):
         calibration = calibration_path(name)
         for needed in (name, *([calibration[0]] if calibration else [])):
             data_file(root, needed, where, f"image id {image_id}", roots)
             names.append(needed)
-    official = official_detections_name(params)
+    official = official_detections_name(settings)
     if data_file(root, official, PARAMS_FILE, "egohumans.fetch.annotation", roots).is_file():
         names.append(official)
-    return annotation, names + (user_detections(root, params, roots, required=True) if file_mode else [])
+    return annotation, names + (user_detections(root, settings, roots, required=True) if file_mode else [])
 
 
-def user_detections(root: Path, params: dict[str, Any], roots: tuple[Path, ...], required: bool) -> list[str]:
+def user_detections(root: Path, settings: FetchSettings, roots: tuple[Path, ...], required: bool) -> list[str]:
     """The files of ``egohumans.fetch.detections`` relative to the root (a file, or a folder's ``<seq>.txt``); none
     when it is null, or when they are missing and not ``required``."""
-    name = params.get("detections")
+    name = settings.detections
     if not name:
         return []
     path = data_file(root, name, PARAMS_FILE, "egohumans.fetch.detections", roots)
@@ -140,28 +141,24 @@ def _calibration(root: Path, file_names: pd.Series) -> tuple[list[list[float]], 
     return intrinsics, extrinsics
 
 
-def fetch(params: dict[str, Any], out_dir: str | Path, modes: Sequence[str]) -> dict[str, object]:
-    """Verify and normalise the inputs under the data root ``params["path"]`` into ``out_dir``; return the summary.
+def fetch(settings: FetchSettings, out_dir: str | Path, modes: Sequence[str]) -> dict[str, object]:
+    """Verify and normalise the inputs under the data root ``settings.path`` into ``out_dir``; return the summary.
 
     ``modes`` (egohumans.detect.modes): the user's detections are read only when ``file`` is among them."""
-    if params["source"] not in ("sample", "local"):
-        raise InputError(PARAMS_FILE, f"egohumans.fetch.source must be sample or local, got {params['source']!r}")
-    if not params.get("manifest"):
-        raise InputError(PARAMS_FILE, "egohumans.fetch.manifest must name the sha256 manifest pinning the inputs")
-    root, manifest, out_dir = Path(params["path"]), Path(params["manifest"]), Path(out_dir)
+    root, manifest, out_dir = Path(settings.path), Path(settings.manifest), Path(out_dir)
     if not manifest.is_file():
         raise InputError(manifest, "the sha256 manifest (egohumans.fetch.manifest) does not exist")
-    if not (root / annotation_name(params)).is_file():
-        raise InputError(root / annotation_name(params), "missing (egohumans.fetch.annotation, under the data root)")
-    verify_manifest(manifest, root, [annotation_name(params)])
+    if not (root / annotation_name(settings)).is_file():
+        raise InputError(root / annotation_name(settings), "missing (egohumans.fetch.annotation, under the data root)")
+    verify_manifest(manifest, root, [annotation_name(settings)])
     file_mode = "file" in modes
-    annotation, names = input_files(root, params, file_mode)
+    annotation, names = input_files(root, settings, file_mode)
     verify_manifest(manifest, root, names)
 
     official = None
-    if (root / official_detections_name(params)).is_file():
-        official = read_detection_pickle(root / official_detections_name(params), annotation.images)
-    file_name = params.get("detections") if file_mode else None
+    if (root / official_detections_name(settings)).is_file():
+        official = read_detection_pickle(root / official_detections_name(settings), annotation.images)
+    file_name = settings.detections if file_mode else None
     file = _file_detections(root, file_name, annotation) if file_name else None
     intrinsics, extrinsics = _calibration(root, annotation.images["file_name"])
     images = annotation.images
@@ -175,16 +172,16 @@ def fetch(params: dict[str, Any], out_dir: str | Path, modes: Sequence[str]) -> 
             "extrinsics": images["extrinsics"],
             "time_stamp": images["time_stamp"],
             "calib_intrinsics": intrinsics,
-            "camera_model": params["camera_model"],
+            "camera_model": settings.camera_model,
             "calib_extrinsics": extrinsics,
         }
     )
     summary: dict[str, object] = {
-        "source": params["source"],
-        "modality": params["modality"],
-        "annotation": annotation_name(params),
+        "source": settings.source,
+        "modality": settings.modality,
+        "annotation": annotation_name(settings),
         "detections": {
-            "official": official_detections_name(params) if official is not None else None,
+            "official": official_detections_name(settings) if official is not None else None,
             "file": file_name or None,
         },
         "dropped_videos": annotation.dropped_videos,
@@ -214,12 +211,12 @@ def fetch(params: dict[str, Any], out_dir: str | Path, modes: Sequence[str]) -> 
 
 
 def write_root_manifest(
-    root: Path, params: dict[str, Any], modes: Sequence[str], manifest: Path | None = None
+    root: Path, settings: FetchSettings, modes: Sequence[str], manifest: Path | None = None
 ) -> list[str]:
     """Pin every file fetch reads under the data root ``root`` (in parallel), the user's detections too when they
     are there (whatever ``modes``: so that selecting ``file`` later needs no new manifest); return the pinned names."""
-    _, names = input_files(root, params, "file" in modes)
+    _, names = input_files(root, settings, "file" in modes)
     if "file" not in modes:
-        names += user_detections(root, params, data_roots(root), required=False)
+        names += user_detections(root, settings, data_roots(root), required=False)
     write_manifest(manifest or root / "manifest.sha256", root, names)
     return names

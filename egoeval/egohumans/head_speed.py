@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from egoeval.metrics import score_protocol
+from egoeval.egohumans.evaluators import evaluator
+from egoeval.egohumans.settings import ScoreSettings
 
 EDGES = (0.0, 0.5, 1.0, 2.0, 4.0, float("inf"))  # degrees per frame
 COLUMNS = ["run", "speed", "frames", "IDF1", "IDSW"]
@@ -46,10 +47,11 @@ def head_speed_table(
     gt: dict[str, pd.DataFrame],
     runs: dict[str, dict[str, pd.DataFrame]],
     speeds: dict[str, dict[int, float]],
-    protocol: str,
-    iou_threshold: float,
+    settings: ScoreSettings,
 ) -> pd.DataFrame:
-    """One row per run and speed bin that holds ground truth: frames in the bin, IDF1 and IDSW of those frames."""
+    """One row per run and speed bin that holds ground truth: frames in the bin, IDF1 and IDSW of those frames
+    (under the protocol of ``settings``)."""
+    scoring = evaluator(settings.protocol)
     rows: list[dict[str, Any]] = []
     for low, high in itertools.pairwise(EDGES):
         chosen = {seq: {f for f, speed in found.items() if low <= speed < high} for seq, found in speeds.items()}
@@ -60,7 +62,7 @@ def head_speed_table(
         count = sum(len(chosen[seq]) for seq in kept)
         for run, pred in sorted(runs.items()):
             cut = {seq: pred[seq][pred[seq]["frame"].isin(chosen[seq])] for seq in kept}
-            combined = score_protocol(kept, cut, protocol, iou_threshold=iou_threshold)["COMBINED"]
+            combined = scoring.evaluate(kept, cut, settings.iou_threshold)["COMBINED"]
             rows.append(
                 {
                     "run": run,

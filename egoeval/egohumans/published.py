@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from egoeval.egohumans.settings import CompareSettings
 from egoeval.errors import InputError
 from egoeval.io import PARAMS_FILE
 from egoeval.reported import Difference, Metric, flatten_metrics
@@ -94,8 +95,7 @@ def format_comparison(table: PublishedTable, rows: list[tuple[str, str, str, lis
     return "\n".join(lines)
 
 
-def compare_report(metrics: dict[str, Any], params: dict[str, Any]) -> str:
-    """The EgoHumans part of ``egoeval compare``: ``params`` is the whole params.yaml mapping."""
-    settings = params["egohumans"]["compare"]
-    table = read_published(settings["published_file"])
-    return format_comparison(table, comparison(metrics, table, settings["published"]))
+def compare_published(metrics: dict[str, Any], settings: CompareSettings) -> str:
+    """The EgoHumans part of ``egoeval compare``: our runs beside the published table of ``egohumans.compare``."""
+    table = read_published(settings.published_file)
+    return format_comparison(table, comparison(metrics, table, settings.published))

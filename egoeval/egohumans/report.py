@@ -24,7 +24,7 @@ from egoeval.egohumans.published import PublishedTable, read_published
 from egoeval.errors import InputError
 from egoeval.io import data_roots, inside, read_json, read_parquet
 from egoeval.markup import data_uri, esc, fmt, table
-from egoeval.mot import read_mot, read_mot_folder
+from egoeval.tracking.mot import read_mot, read_mot_folder
 
 TRACKING_METRICS = ("IDF1", "MOTA", "HOTA")
 STYLE = """.panels{display:flex;flex-wrap:wrap;gap:.5rem}

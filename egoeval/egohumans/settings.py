@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import AfterValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, field_validator, model_validator
 
 from egoeval.io import relative_path_problem
 from egoeval.settings import Fraction, NonEmptyStr, NonNegativeInt, PositiveInt, Section, unique_list
@@ -36,10 +36,20 @@ class FetchSettings(Section):
     path: NonEmptyStr  # the data root; images' file_name are relative to it
     annotation: NonEmptyStr  # relative to the root; {modality} is filled in
     modality: Literal["ego_rgb", "ego_slam", "exo"]
-    manifest: NonEmptyStr | None
+    manifest: NonEmptyStr  # the sha256 manifest pinning every file read under the root
     detections: NonEmptyStr | None  # detections the user brings (mode file), relative to the root
     duplicate_videos: Literal["error", "drop"]
     camera_model: Literal["aria_fisheye", "pinhole"]  # how the calibration's 15 intrinsics map rays to pixels
+
+    @field_validator("manifest", mode="before")
+    @classmethod
+    def _manifest_named(cls, value: Any) -> Any:
+        if value is None:
+            raise ValueError(
+                "must name the sha256 manifest pinning the inputs (python -m stages.egohumans.fetch --write-manifest "
+                "ROOT writes ROOT/manifest.sha256)"
+            )
+        return value
 
     @model_validator(mode="after")
     def _relative(self) -> FetchSettings:
@@ -50,12 +60,18 @@ class FetchSettings(Section):
         return self
 
 
+def _architecture(value: str) -> str:
+    if not value.endswith((".yaml", ".yml")):
+        raise ValueError(f"must be an architecture .yaml of the pinned ultralytics (e.g. yolo11n.yaml), got {value!r}")
+    return value
+
+
 class DetectSettings(Section):
     """``egohumans.detect``: detection modes and the YOLO detector (local weights only)."""
 
     modes: Annotated[list[DetectionMode], Field(min_length=1), AfterValidator(unique_list)]
-    yolo_weights: NonEmptyStr | None
-    yolo_model: NonEmptyStr
+    yolo_weights: NonEmptyStr | None  # a local .pt file, or "arch-only" (the untrained yolo_model)
+    yolo_model: Annotated[NonEmptyStr, AfterValidator(_architecture)]  # what yolo_weights: arch-only builds
     yolo_conf: Fraction
     yolo_batch: PositiveInt
     yolo_imgsz: Annotated[int, Field(ge=32, le=4096, multiple_of=32)]
@@ -74,14 +90,15 @@ def packaged_trackers() -> dict[str, dict[str, Any]]:
     return {**trackers, **own}
 
 
-# egoeval's own trackers (egohumans/egomotion.py, egohumans/world.py), each with its YAML of defaults beside this file
-OWN_TRACKERS = [Path(__file__).with_name(f"{name}.yaml") for name in ("egomotion", "world")]
+# egoeval's own trackers (egoeval.egohumans.trackers), each with its YAML of defaults beside its module
+OWN_TRACKERS = sorted((Path(__file__).parent / "trackers").glob("*.yaml"))
 OWN_RANGES = {"root_noise": (0.0, 1.0), "walk_noise_m": (1e-6, 1.0), "gate_probability": (0.5, 0.999999)}
 GMC_METHODS = ("none", "sparseOptFlow", "orb", "sift", "ecc")
 
 
 class TrackerConfig(Section):
-    """One tracker run: ``tracker_type`` (a tracker of the pinned ultralytics) and every key of its packaged YAML.
+    """One tracker run: ``tracker_type`` (a tracker of the pinned ultralytics or of egoeval.egohumans.trackers) and
+    every key of its packaged YAML.
 
     The keys all trackers share are typed here; the others must be exactly the packaged YAML's, each of its
     default's type (an integer is a valid number). ``gmc_method`` (where the tracker has it) is one of GMC_METHODS.
@@ -132,6 +149,8 @@ class TrackerConfig(Section):
                 raise ValueError(f"{key} = {extra[key]!r}: must lie in [{low}, {high}]")
         if "gmc_method" in extra and extra["gmc_method"] not in GMC_METHODS:
             raise ValueError(f"gmc_method = {extra['gmc_method']!r}: must be one of {list(GMC_METHODS)}")
+        if extra.get("with_reid"):
+            raise ValueError("with_reid must be false (appearance ReID needs a model, and nothing is downloaded)")
         return self
 
 
@@ -149,10 +168,6 @@ class TrackSettings(Section):
             if "-" in name or "/" in name:
                 raise ValueError(f"trackers[{i}] = {name!r}: a run name has no '-' or '/'")
         return self
-
-    def settings_of(self, name: str) -> dict[str, Any]:
-        """The ultralytics settings of the configured tracker ``name`` (every key, extras included)."""
-        return self.config[name].model_dump()
 
 
 class ScoreSettings(Section):

@@ -1,10 +1,9 @@
-"""EgoHumans tracking: any tracker of the pinned ultralytics (its ``TRACKER_MAP``) fed with a detections table.
+"""The egohumans_track stage's work: one configured tracker (``egoeval.egohumans.trackers``) fed with a detections
+table, one MOTChallenge file per sequence.
 
-A tracker is configured entirely in params.yaml (``egohumans.track.config.<name>``: ``tracker_type`` plus every key
-of the packaged ``ultralytics/cfg/trackers/<tracker_type>.yaml``, checked by ``egoeval.settings``), so adding one is
-a params change. The tracker gets the boxes frame by frame (every frame of the sequence, empty ones too). Camera
-motion compensation (``gmc_method`` other than ``none``, BoT-SORT and the others that have it) gets each frame's
-image, read from the fetched frames; appearance ReID (``with_reid``) is refused: it would need a model download.
+The tracker gets the boxes frame by frame (every frame of the sequence, empty ones too). Camera motion compensation
+(``gmc_method`` other than ``none``, BoT-SORT and the others that have it) gets each frame's image, read from the
+fetched frames; appearance ReID (``with_reid``) is refused by the settings: it would need a model download.
 egoeval's own trackers (``egomotion``: the head rotation; ``world``: a Kalman filter on 3D roots in the world frame)
 read each frame's camera pose from fetch's images table. A fresh tracker per sequence; track ids start at 1.
 """
@@ -20,12 +19,13 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from egoeval.egohumans.egomotion import CameraPose, make_egomotion_tracker
 from egoeval.egohumans.formats import ROOT_COLUMNS, read_detections_parquet
-from egoeval.egohumans.world import make_world_tracker
+from egoeval.egohumans.settings import TrackerConfig
+from egoeval.egohumans.trackers import make_tracker, uses_cameras, uses_frames
+from egoeval.egohumans.trackers.egomotion import CameraPose
 from egoeval.errors import InputError
-from egoeval.io import PARAMS_FILE, read_json, read_parquet, replaced_dir
-from egoeval.mot import write_mot
+from egoeval.io import read_json, read_parquet, replaced_dir
+from egoeval.tracking.mot import write_mot
 
 MOT_COLUMNS = ["frame", "id", "x", "y", "w", "h", "conf"]
 
@@ -51,19 +51,6 @@ class Boxes:
         return Boxes(self.xywh[index], self.conf[index], self.cls[index], self.root[index])
 
 
-def uses_frames(settings: dict[str, Any]) -> bool:
-    """Whether the tracker needs each frame's image (camera motion compensation)."""
-    return str(settings.get("gmc_method", "none")).lower() not in ("none", "")
-
-
-CAMERA_TRACKERS = ("egomotion", "world")  # egoeval's own trackers, which read each frame's camera pose
-
-
-def uses_cameras(settings: dict[str, Any]) -> bool:
-    """Whether the tracker needs each frame's camera pose (the ego-motion and world trackers)."""
-    return settings.get("tracker_type") in CAMERA_TRACKERS
-
-
 def camera_poses(images: pd.DataFrame, path: Path) -> dict[str, dict[int, CameraPose]]:
     """Per sequence, frame -> camera pose from fetch's images table (extrinsics, Aria calibration intrinsics)."""
     missing = [c for c in ("extrinsics", "calib_intrinsics", "camera_model") if c not in images.columns]
@@ -81,28 +68,8 @@ def camera_poses(images: pd.DataFrame, path: Path) -> dict[str, dict[int, Camera
     return poses
 
 
-def make_tracker(name: str, settings: dict[str, Any]) -> Any:
-    """A new tracker of ``settings["tracker_type"]`` from the pinned ultralytics' ``TRACKER_MAP``."""
-    from ultralytics.trackers.track import TRACKER_MAP
-    from ultralytics.utils import IterableSimpleNamespace
-
-    kind = settings.get("tracker_type")
-    if kind == "egomotion":
-        return make_egomotion_tracker(IterableSimpleNamespace(**settings))
-    if kind == "world":
-        return make_world_tracker(IterableSimpleNamespace(**settings))
-    if kind not in TRACKER_MAP:
-        raise InputError(
-            PARAMS_FILE, f"egohumans.track.config.{name}.tracker_type must be one of {sorted(TRACKER_MAP)}"
-        )
-    if settings.get("with_reid"):
-        raise InputError(PARAMS_FILE, f"egohumans.track.config.{name}.with_reid must be false (ReID needs a model)")
-    return TRACKER_MAP[kind](IterableSimpleNamespace(**settings))
-
-
 def track_sequence(
-    name: str,
-    settings: dict[str, Any],
+    config: TrackerConfig,
     detections: pd.DataFrame,
     length: int,
     frames: dict[int, str] | None = None,
@@ -111,18 +78,16 @@ def track_sequence(
     """Track one sequence of ``length`` frames; ``detections`` holds its rows (frame, x, y, w, h, score).
 
     ``frames`` (frame -> image path) is needed when the tracker compensates camera motion from the images;
-    ``cameras`` (frame -> camera pose) when it follows the known head rotation (``egomotion``).
+    ``cameras`` (frame -> camera pose) when it follows the known head rotation (``egomotion``, ``world``).
     """
-    tracker = make_tracker(name, settings)
+    tracker = make_tracker(config)
     if length == 0:  # a camera that never sees anyone: the download has no image of it, so no tracks
         return pd.DataFrame({c: np.zeros(0, np.int64 if c in ("frame", "id") else np.float64) for c in MOT_COLUMNS})
-    if uses_cameras(settings) and not cameras:
-        raise InputError(
-            PARAMS_FILE, f"egohumans.track.config.{name}: the {settings['tracker_type']} tracker needs camera poses"
-        )
-    need_images = uses_frames(settings)
+    if uses_cameras(config) and not cameras:
+        raise ValueError(f"the {config.tracker_type} tracker needs each frame's camera pose (cameras)")
+    need_images = uses_frames(config)
     if need_images and frames is None:
-        raise InputError(PARAMS_FILE, f"egohumans.track.config.{name}.gmc_method needs the frames: none were fetched")
+        raise ValueError(f"gmc_method {config.gmc_method} needs each frame's image (frames)")
     detections = detections.sort_values("frame", kind="mergesort")
     frame_of = detections["frame"].to_numpy(np.int64)
     xywh = detections[["x", "y", "w", "h"]].to_numpy(np.float32, copy=True)
@@ -158,14 +123,9 @@ def _count(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def track(
-    name: str,
-    detections_path: Path,
-    fetched: Path,
-    out_dir: Path,
-    settings: dict[str, Any],
-) -> int:
-    """Track every sequence fetch listed; write one MOTChallenge file each. Returns the row count."""
+def track(name: str, config: TrackerConfig, detections_path: Path, fetched: Path, out_dir: Path) -> int:
+    """Track every sequence fetch listed with the configured tracker ``name``; write one MOTChallenge file each.
+    Returns the row count."""
     sequences_path = fetched / "sequences.json"
     if not sequences_path.is_file():
         raise InputError(sequences_path, "file not found (run the stages before this one)")
@@ -179,19 +139,23 @@ def track(
     unknown = sorted(set(detections["sequence"]) - {s["name"] for s in sequences})
     if unknown:
         raise InputError(detections_path, f"detections for sequences not in {sequences_path}: {unknown}")
-    if settings.get("tracker_type") == "world" and len(detections) and detections[ROOT_COLUMNS].isna().all().all():
+    if config.tracker_type == "world" and len(detections) and detections[ROOT_COLUMNS].isna().all().all():
         raise InputError(
             detections_path,
             f"the world tracker ({name}) needs 3D roots and these detections carry none: use detections with roots "
             "(the released pickle's roots_3d, det.txt's world x, y, z) or leave it out of egohumans.track.trackers",
         )
     cameras: dict[str, dict[int, CameraPose]] = {}
-    if uses_cameras(settings):
+    if uses_cameras(config):
         columns = ["sequence", "frame", "extrinsics", "calib_intrinsics", "camera_model"]
         images_path = fetched / "images.parquet"
         cameras = camera_poses(read_parquet(images_path, columns), images_path)
+        uncalibrated = [s["name"] for s in sequences if s["length"] and s["name"] not in cameras]
+        if uncalibrated:
+            message = f"the {config.tracker_type} tracker ({name}) needs camera poses: no frame has calibration"
+            raise InputError(images_path, message, row=uncalibrated[0])
     frames: dict[str, dict[int, str]] = {}
-    if uses_frames(settings):
+    if uses_frames(config):
         images = read_parquet(fetched / "images.parquet", ["sequence", "frame", "path"])
         for sequence, rows in images.groupby("sequence"):
             frames[str(sequence)] = dict(zip(rows["frame"].tolist(), rows["path"].tolist(), strict=True))
@@ -207,7 +171,7 @@ def track(
                     row=f"{seq['name']} frame {rows['frame'].max()}",
                 )
             table = track_sequence(
-                name, settings, rows, int(seq["length"]), frames.get(seq["name"], {}), cameras.get(seq["name"])
+                config, rows, int(seq["length"]), frames.get(seq["name"], {}), cameras.get(seq["name"])
             )
             write_mot(work / f"{seq['name']}.txt", table)
             total += len(table)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 from typing import Any
 
-from egoeval.benchmarks import Benchmark, ReportPart
+from egoeval.benchmarks import AnswerOutput, Benchmark, ReportPart
 
 
 class EgoNormia(Benchmark):
@@ -22,6 +23,47 @@ class EgoNormia(Benchmark):
         from egoeval.egonormia.report import report
 
         return report(root, settings)
+
+    def add_compare_arguments(self, parser: Any) -> None:
+        parser.add_argument("--dataset", help="egonormia or ood_robot (default: egonormia.fetch.dataset)")
+        parser.add_argument(
+            "--split", choices=["full", "verified"], help="the published split (default: egonormia.fetch.split)"
+        )
+        parser.add_argument("--table", help="a bundled table by name (default: the primary one)")
+        parser.add_argument("--map", action="append", default=[], metavar="OURS=PUBLISHED", help="a model name map")
+
+    def compare(self, metrics: Any, settings: Any, args: argparse.Namespace) -> str:
+        from egoeval.egonormia.published import compare_report
+        from egoeval.errors import InputError
+
+        if any("=" not in item for item in args.map):
+            raise InputError(args.metrics, "--map takes OURS=PUBLISHED")
+        mapping = dict(item.split("=", 1) for item in args.map)
+        return compare_report(metrics, settings.egonormia, args.dataset, mapping, args.split, args.table)
+
+    def answer_outputs(self) -> list[AnswerOutput]:
+        from egoeval.egonormia.artifacts import DESCRIPTIONS, RESPONSES
+
+        return [AnswerOutput(str(RESPONSES), "response"), AnswerOutput(str(DESCRIPTIONS), "description")]
+
+    def response_cache_dir(self, settings: Any) -> str | None:
+        return settings.egonormia.infer.cache_dir
+
+    def explain_output(self, path: str, pinned: Path, derived: Path) -> list[str]:
+        from egoeval.egonormia.artifacts import PREDICTIONS
+        from egoeval.egonormia.audit import explain_predictions
+
+        return explain_predictions(pinned, derived) if path == str(PREDICTIONS) else []
+
+    def audit_report_kind(self, path: Path, data: Any) -> str | None:
+        from egoeval.egonormia.audit import is_eval_json
+
+        return "eval-json" if isinstance(data, dict) and is_eval_json(data) else None
+
+    def audit_compare(self, kind: str, path: Path, data: Any, work: Path, tolerance: float, findings: Any) -> None:
+        from egoeval.egonormia.audit import compare_eval_json
+
+        compare_eval_json(path, data, work, tolerance, findings)
 
 
 BENCHMARK = EgoNormia()

@@ -34,10 +34,10 @@ from egoeval.egonormia.artifacts import (
     read_table,
 )
 from egoeval.egonormia.protocols import Answer, Clip, Conversation, Protocol, Scene, registry
-from egoeval.egonormia.settings import InferSettings, ModelSpec
+from egoeval.egonormia.settings import EgoNormiaSettings, InferSettings, ModelSpec
 from egoeval.errors import TransientFailure
 from egoeval.io import PARAMS_FILE
-from egoeval.settings import load_settings
+from egoeval.settings import benchmark_settings
 
 
 class Runner:
@@ -192,7 +192,7 @@ class InferenceInputs(NamedTuple):
 
 def inference_inputs(root: Path = Path(".")) -> InferenceInputs:
     """``run_inference``'s arguments as the infer stage reads them under ``root``."""
-    settings = load_settings(root / PARAMS_FILE).egonormia
+    settings: EgoNormiaSettings = benchmark_settings("egonormia", root / PARAMS_FILE)
     return InferenceInputs(
         read_items(root / ITEMS),
         read_table(root / FRAMES / "index.parquet", ["id", "image", "error"]),

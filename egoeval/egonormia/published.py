@@ -274,33 +274,25 @@ def _beside(metric: str, mine: dict[str, Any], published: float) -> str:
 
 def compare_report(
     metrics: dict[str, Any],
-    params: dict[str, Any],
+    settings: Any,
     dataset: str | None = None,
     mapping: dict[str, str] | None = None,
     split: str | None = None,
     table: str | None = None,
 ) -> str:
-    """``egoeval compare``'s EgoNormia half: ``params`` is params.yaml whole (the metrics file does not record the
-    split it was run on: ``egonormia.fetch.split`` says it). Options override the dataset and the published split
-    (``verified`` on a full run compares the run's verified items), pick a bundled table other than the primary
+    """``egoeval compare``'s EgoNormia half: ``settings`` is the ``egonormia`` section (the metrics file does not
+    record the split it was run on: ``egonormia.fetch.split`` says it). Options override the dataset and the published
+    split (``verified`` on a full run compares the run's verified items), pick a bundled table other than the primary
     one, and add name mappings to ``published_as``."""
-    section = params.get("egonormia", {})
-    names = mapping_from_params(section) | (mapping or {})
-    fetch = section.get("fetch", {})
-    chosen = dataset or fetch.get("dataset", "egonormia")
-    run_split = fetch.get("split", "full")
+    names = {m.name: m.published_as for m in (settings.model, *settings.baselines) if m.published_as} | (mapping or {})
+    chosen = dataset or settings.fetch.dataset
+    run_split = settings.fetch.split
     published = load_published()
     if table and select_table(published, chosen, split or run_split, table) is None:
         have = sorted({t["as"] for t in published.get("tables", []) if t["dataset"] == chosen})
         raise InputError(PUBLISHED_FILE, f"no table {table!r} for {chosen}/{split or run_split} (tables: {have})")
     lines = comparison_lines(metrics, published, chosen, names, split or run_split, run_split, table)
     return "\n".join(lines)
-
-
-def mapping_from_params(params: dict[str, Any]) -> dict[str, str]:
-    """``{our model name: published name}`` from ``egonormia.model`` and ``egonormia.baselines``."""
-    specs = [params["model"], *(params.get("baselines") or [])] if "model" in params else []
-    return {str(s["name"]): str(s["published_as"]) for s in specs if s.get("published_as")}
 
 
 def main(argv: list[str] | None = None) -> int:

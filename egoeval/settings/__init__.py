@@ -87,11 +87,15 @@ class FlowsSettings(Section):
 
 
 @cache
-def _root_model() -> type[BaseModel]:
-    """The whole of params.yaml: every registered benchmark's section under its name, and ``flows``."""
-    from egoeval.benchmarks import registry
+def _root_model(only: str | None = None) -> type[BaseModel]:
+    """params.yaml: every benchmark's section under its name, and ``flows``. With ``only``, that benchmark's section
+    is validated and the other benchmarks' sections are only required to be there (the params stage checks them)."""
+    from egoeval.benchmarks import benchmark, benchmark_names
 
-    sections: dict[str, Any] = {name: (b.settings_model(), ...) for name, b in registry().items()}
+    sections: dict[str, Any] = {
+        name: (benchmark(name).settings_model(), ...) if only in (None, name) else (dict[str, Any], ...)
+        for name in benchmark_names()
+    }
     return create_model("Params", __base__=Section, **sections, flows=(FlowsSettings, ...))
 
 
@@ -145,9 +149,10 @@ def _describe(error: dict[str, Any], root: type[BaseModel]) -> str:
     return f"{dotted}: {message}" if isinstance(value, dict) else f"{dotted} = {value!r}: {message}"
 
 
-def validate_params(raw: Any, source: str | os.PathLike[str] = PARAMS_FILE) -> BaseModel:
-    """Validate a params mapping; raise ParamsError listing every problem (dotted key, value, what is allowed)."""
-    root = _root_model()
+def validate_params(raw: Any, source: str | os.PathLike[str] = PARAMS_FILE, only: str | None = None) -> BaseModel:
+    """Validate a params mapping (``only``: that benchmark's section and ``flows``); raise ParamsError listing every
+    problem (dotted key, value, what is allowed)."""
+    root = _root_model(only)
     if not isinstance(raw, dict):
         raise ParamsError(source, f"must be a mapping with sections {', '.join(root.model_fields)}")
     try:
@@ -158,26 +163,33 @@ def validate_params(raw: Any, source: str | os.PathLike[str] = PARAMS_FILE) -> B
     return params
 
 
-_loaded: dict[tuple[str, int, int], BaseModel] = {}
+_loaded: dict[tuple[str, int, int, str | None], BaseModel] = {}
 
 
-def load_settings(path: str | os.PathLike[str] = PARAMS_FILE) -> Any:
-    """params.yaml, validated whole (cached per file version). Returns the root ``Params`` model."""
+def load_settings(path: str | os.PathLike[str] = PARAMS_FILE, only: str | None = None) -> Any:
+    """params.yaml, validated whole (cached per file version). Returns the root ``Params`` model; with ``only`` (a
+    benchmark's name) that benchmark's section is validated and typed, and no other benchmark's code is imported."""
     path = Path(path)
     try:
         stat = path.stat()
         text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise ParamsError(path, f"cannot read: {error.strerror or error}") from None
-    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size, only)
     if key not in _loaded:
         try:
             raw = yaml.safe_load(text)
         except yaml.YAMLError as error:
             raise ParamsError(path, f"not valid YAML: {error}") from None
-        _loaded.clear()
-        _loaded[key] = validate_params(raw, path)
+        if any(k[:3] != key[:3] for k in _loaded):
+            _loaded.clear()
+        _loaded[key] = validate_params(raw, path, only)
     return _loaded[key]
+
+
+def benchmark_settings(name: str, path: str | os.PathLike[str] = PARAMS_FILE) -> Any:
+    """One benchmark's section of params.yaml, typed (what its stages read)."""
+    return getattr(load_settings(path, only=name), name)
 
 
 def check_params_main(argv: list[str]) -> int:

@@ -17,7 +17,7 @@ import argparse
 from egoeval.egohumans.artifacts import FETCHED
 from egoeval.egohumans.detection import OUT_DIR, detect
 from egoeval.egohumans.formats import DETECTION_MODES
-from egoeval.settings import load_settings
+from egoeval.settings import benchmark_settings
 from egoeval.stage import run_stage
 
 
@@ -32,12 +32,12 @@ def main(argv: list[str] | None = None) -> int:
             args.mode,
             FETCHED,
             OUT_DIR / f"{args.mode}.parquet",
-            load_settings().egohumans.detect.model_dump(),
+            benchmark_settings("egohumans").detect,
             args.arch_only,
         )
         print(f"{args.mode}: {len(table)} boxes over {table['sequence'].nunique()} sequences")
 
-    return run_stage(body)
+    return run_stage(body, benchmark="egohumans")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from egoeval.egohumans.fetching import OUT_DIR, fetch, write_root_manifest
-from egoeval.settings import load_settings
+from egoeval.settings import benchmark_settings
 from egoeval.stage import run_stage
 
 
@@ -26,17 +26,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def body() -> None:
-        settings = load_settings().egohumans
-        params, modes = settings.fetch.model_dump(), settings.detect.modes
+        settings = benchmark_settings("egohumans")
         if args.write_manifest is not None:
-            names = write_root_manifest(args.write_manifest, params, modes, args.manifest)
+            names = write_root_manifest(args.write_manifest, settings.fetch, settings.detect.modes, args.manifest)
             print(f"pinned {len(names)} files under {args.write_manifest}", file=sys.stderr)
             return
-        summary = fetch(params, OUT_DIR, modes)
+        summary = fetch(settings.fetch, OUT_DIR, settings.detect.modes)
         found = [kind for kind, name in summary["detections"].items() if name]
         print(f"fetched {len(summary['sequences'])} sequences (detections: {found or 'none'}) to {OUT_DIR}")
 
-    return run_stage(body)
+    return run_stage(body, benchmark="egohumans")
 
 
 if __name__ == "__main__":

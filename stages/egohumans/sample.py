@@ -38,8 +38,9 @@ import numpy as np
 from tqdm import tqdm
 
 from egoeval.egohumans.artifacts import SAMPLE
+from egoeval.egohumans.settings import SampleSettings
 from egoeval.io import atomic_write_bytes, atomic_write_text, replaced_dir, write_json, write_manifest
-from egoeval.settings import load_settings
+from egoeval.settings import benchmark_settings
 from egoeval.stage import run_stage
 
 OUT_DIR = SAMPLE
@@ -52,17 +53,6 @@ SHIFT = 4  # cv2 sub-pixel bits
 PALETTE_HUES = (0, 20, 40, 60, 95, 120, 150, 175)  # OpenCV hue units (0..179)
 PELVIS = 0.52  # the hip joint's height, as a fraction of the person's: the figure's hip and the 3D root
 DEPTH_ERROR = 0.1  # the simulated detector's roots: log-normal depth error (about 10%, as monocular depth)
-
-
-@dataclass(frozen=True)
-class SampleParams:
-    sequences: int
-    frames: int
-    fps: float
-    width: int
-    height: int
-    people: int
-    seed: int
 
 
 @dataclass(frozen=True)
@@ -116,7 +106,7 @@ def _glances(rng: np.random.Generator, t: np.ndarray) -> np.ndarray:
     return yaw
 
 
-def _camera_path(rng: np.random.Generator, params: SampleParams) -> tuple[np.ndarray, np.ndarray]:
+def _camera_path(rng: np.random.Generator, params: SampleSettings) -> tuple[np.ndarray, np.ndarray]:
     """Per-frame world-to-camera rotations (F, 3, 3) and camera centres (F, 3)."""
     t = np.arange(params.frames) / params.fps
     a1, a2 = np.radians(rng.uniform(25, 40)), np.radians(rng.uniform(5, 12))
@@ -137,7 +127,7 @@ def _colour(hue: int, saturation: int, value: int) -> tuple[int, int, int]:
     return int(bgr[0]), int(bgr[1]), int(bgr[2])
 
 
-def _people(rng: np.random.Generator, params: SampleParams) -> list[Person]:
+def _people(rng: np.random.Generator, params: SampleSettings) -> list[Person]:
     """People walking between random waypoints, pausing now and then; colours are distinct hues."""
     dt = 1.0 / params.fps
     hues = rng.permutation(PALETTE_HUES)
@@ -310,7 +300,7 @@ def _render_frame(
     i: int,
     rot: np.ndarray,
     centre: np.ndarray,
-    params: SampleParams,
+    params: SampleSettings,
     rays: np.ndarray,
     focal: float,
 ) -> tuple[np.ndarray, list[FrameTruth]]:
@@ -459,13 +449,13 @@ def _det_txt(frames: list[tuple[np.ndarray, np.ndarray]]) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def generate_sample(out_dir: str | os.PathLike[str], params: SampleParams) -> None:
+def generate_sample(out_dir: str | os.PathLike[str], params: SampleSettings) -> None:
     """Render the whole sample into ``out_dir`` (replaced as a whole once everything is written)."""
     with replaced_dir(out_dir) as work:
         _generate_into(work, params)
 
 
-def _generate_into(root: Path, params: SampleParams) -> None:
+def _generate_into(root: Path, params: SampleSettings) -> None:
     w, h = params.width, params.height
     focal = (w / 2) / np.tan(np.radians(HFOV_DEG) / 2)
     rays = _rays(w, h, focal)
@@ -562,7 +552,7 @@ def _generate_into(root: Path, params: SampleParams) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
-    return run_stage(lambda: generate_sample(OUT_DIR, SampleParams(**load_settings().egohumans.sample.model_dump())))
+    return run_stage(lambda: generate_sample(OUT_DIR, benchmark_settings("egohumans").sample), benchmark="egohumans")
 
 
 if __name__ == "__main__":

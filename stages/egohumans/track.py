@@ -1,7 +1,8 @@
 """Stage egohumans_track: run one configured tracker over a detections table (``egoeval.egohumans.tracking``).
 
 ``--tracker NAME`` is a key of ``egohumans.track.config`` (any tracker type of the pinned ultralytics'
-``TRACKER_MAP``, set up in params.yaml); ``--mode`` picks the detections. Output:
+``TRACKER_MAP`` or of egoeval's own, ``egoeval.egohumans.trackers``, set up in params.yaml); ``--mode`` picks the
+detections. Output:
 ``data/egohumans/tracks/<tracker>-<mode>/<seq>.txt`` (MOTChallenge), one file per sequence.
 """
 
@@ -14,7 +15,7 @@ from egoeval.egohumans.formats import DETECTION_MODES
 from egoeval.egohumans.tracking import track
 from egoeval.errors import InputError
 from egoeval.io import PARAMS_FILE
-from egoeval.settings import load_settings
+from egoeval.settings import benchmark_settings
 from egoeval.stage import run_stage
 
 OUT_DIR = TRACKS
@@ -28,15 +29,15 @@ def main(argv: list[str] | None = None) -> int:
 
     def body() -> None:
         run = f"{args.tracker}-{args.mode}"
-        configured = load_settings().egohumans.track
+        configured = benchmark_settings("egohumans").track
         if args.tracker not in configured.config:
             known = ", ".join(sorted(configured.config))
             raise InputError(PARAMS_FILE, f"--tracker {args.tracker!r}: not a key of egohumans.track.config ({known})")
-        settings = configured.settings_of(args.tracker)
-        rows = track(args.tracker, DETECTIONS / f"{args.mode}.parquet", FETCHED, OUT_DIR / run, settings)
+        config = configured.config[args.tracker]
+        rows = track(args.tracker, config, DETECTIONS / f"{args.mode}.parquet", FETCHED, OUT_DIR / run)
         print(f"{run}: {rows} track boxes")
 
-    return run_stage(body)
+    return run_stage(body, benchmark="egohumans")
 
 
 if __name__ == "__main__":

@@ -29,10 +29,10 @@ from egoeval.egonormia.artifacts import (
     read_table,
 )
 from egoeval.egonormia.protocols.egoeval import describe_request
-from egoeval.egonormia.settings import ModelSpec
+from egoeval.egonormia.settings import EgoNormiaSettings, ModelSpec
 from egoeval.errors import TransientFailure
 from egoeval.io import write_parquet
-from egoeval.settings import load_settings
+from egoeval.settings import benchmark_settings
 from egoeval.stage import run_stage
 
 COLUMNS = ["id", "description", "source", "error", "request_key"]  # request_key: "" unless asked of a model
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(description=__doc__).parse_args(argv)
 
     def run() -> None:
-        settings = load_settings().egonormia
+        settings: EgoNormiaSettings = benchmark_settings("egonormia")
         source = settings.describe.source
         items = read_table(ITEMS, ["id"])
         if source == "dataset":
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"describe: {row.id}: {row.error}", file=sys.stderr)
         print(f"describe: {len(table)} clips ({source}) written to {DESCRIPTIONS}", file=sys.stderr)
 
-    return run_stage(run)
+    return run_stage(run, benchmark="egonormia")
 
 
 if __name__ == "__main__":

@@ -56,7 +56,7 @@ from egoeval.egonormia.schema import (
 )
 from egoeval.errors import InputError
 from egoeval.io import PARAMS_FILE, atomic_write_text, data_file, data_roots, replaced_dir, sha256_file, verify_manifest
-from egoeval.settings import load_settings
+from egoeval.settings import benchmark_settings
 from egoeval.stage import run_stage
 
 
@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
             names = write_folder_manifest(args.write_manifest, args.manifest, args.media)
             print(f"pinned {len(names)} files of {args.write_manifest}", file=sys.stderr)
             return
-        items = fetch(load_settings().egonormia.fetch.model_dump(), FETCHED)
+        items = fetch(benchmark_settings("egonormia").fetch.model_dump(), FETCHED)
         with_video, with_strip = int((items["video"] != "").sum()), int((items["strip"] != "").sum())
         print(
             f"fetched {len(items)} clips ({with_video} with a context video, {with_strip} with a frames strip) "
@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
 
-    return run_stage(body, params=None if args.write_manifest else PARAMS_FILE)
+    return run_stage(body, params=None if args.write_manifest else PARAMS_FILE, benchmark="egonormia")
 
 
 if __name__ == "__main__":

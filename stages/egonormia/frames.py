@@ -17,7 +17,7 @@ import sys
 from egoeval.egonormia.artifacts import FETCHED, FRAMES, ITEMS, read_table
 from egoeval.egonormia.frames import extract_frames
 from egoeval.io import replaced_dir, write_parquet
-from egoeval.settings import load_settings
+from egoeval.settings import benchmark_settings
 from egoeval.stage import run_stage
 
 
@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(description=__doc__).parse_args(argv)
 
     def run() -> None:
-        params = load_settings().egonormia.frames.model_dump()
+        params = benchmark_settings("egonormia").frames.model_dump()
         items = read_table(ITEMS, ["id", "video", "strip"])
         with replaced_dir(FRAMES) as work:
             index = extract_frames(items, FETCHED, work, params)
@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"frames: {row.id}: {row.error}", file=sys.stderr)
         print(f"frames: {len(index) - len(failed)} of {len(index)} clips extracted", file=sys.stderr)
 
-    return run_stage(run)
+    return run_stage(run, benchmark="egonormia")
 
 
 if __name__ == "__main__":

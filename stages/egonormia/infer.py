@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         failed = int((responses["error"] != "").sum())
         print(f"infer: {len(responses) - failed} of {len(responses)} answers, written to {RESPONSES}", file=sys.stderr)
 
-    return run_stage(run)
+    return run_stage(run, benchmark="egonormia")
 
 
 if __name__ == "__main__":

@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
 
-    return run_stage(run)
+    return run_stage(run, benchmark="egonormia")
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ from tqdm import tqdm
 from egoeval.egonormia.schema import read_official_json, source_files
 from egoeval.errors import InputError
 from egoeval.io import write_manifest
-from egoeval.settings import load_settings
+from egoeval.settings import benchmark_settings
 from egoeval.stage import run_stage
 
 SAMPLE_DIR = Path("data/egonormia/sample")
@@ -394,10 +394,10 @@ def main(argv: list[str] | None = None) -> int:
             names = write_sample_manifest()
             print(f"wrote {MANIFEST} ({len(names)} files)", file=sys.stderr)
         else:
-            written = render_sample(CLIPS_FILE, VIDEOS_DIR, load_settings().egonormia.sample.model_dump())
+            written = render_sample(CLIPS_FILE, VIDEOS_DIR, benchmark_settings("egonormia").sample.model_dump())
             print(f"rendered {len(written)} videos into {VIDEOS_DIR}", file=sys.stderr)
 
-    return run_stage(body)
+    return run_stage(body, benchmark="egonormia")
 
 
 if __name__ == "__main__":

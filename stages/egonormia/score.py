@@ -37,7 +37,7 @@ from egoeval.egonormia.scoring import Outcomes, category_accuracy, outcomes, sum
 from egoeval.egonormia.settings import ScoreSettings
 from egoeval.errors import InputError
 from egoeval.io import json_bytes, outputs_together, read_parquet
-from egoeval.settings import load_settings
+from egoeval.settings import benchmark_settings
 from egoeval.stage import run_stage
 
 ITEM_COLUMNS = ("id", "correct_idx", "sensible_idx", "taxonomy", "verified")
@@ -106,12 +106,12 @@ def main(argv: list[str] | None = None) -> int:
             items = read_table(ITEMS, list(ITEM_COLUMNS))
             if not PREDICTIONS.is_file():
                 raise InputError(PREDICTIONS, "file not found (run the parse stage first)")
-            settings = load_settings().egonormia.score
+            settings: ScoreSettings = benchmark_settings("egonormia").score
             metrics, categories = score(items, read_parquet(PREDICTIONS), settings)
             outputs.write(METRICS_FILE, json_bytes(metrics))
             outputs.write(CATEGORIES_FILE, categories.to_csv(index=False, lineterminator="\n").encode())
 
-    return run_stage(run)
+    return run_stage(run, benchmark="egonormia")
 
 
 if __name__ == "__main__":

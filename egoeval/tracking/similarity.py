@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import numpy as np
 import pandas as pd
 
-from egoeval.metrics.base import EPS, SequenceData
+from egoeval.tracking.base import EPS, SequenceData
 
 CHUNK_PAIRS = 1 << 22  # (gt, tracker) pairs looked at once
 

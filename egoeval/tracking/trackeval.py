@@ -1,11 +1,8 @@
-"""Multi-object tracking metrics (HOTA, CLEAR, Identity), equal to TrackEval's (MOT15 semantics), vectorised.
+"""TrackEval's evaluation (MOT15 semantics), vectorised: HOTA, CLEAR and Identity per sequence and combined.
 
 ``evaluate_sequences(gt, pred)`` takes read_mot DataFrames per sequence and returns percentages and
 counts per sequence and combined (TrackEval's COMBINED_SEQ rules). ``evaluate`` returns every
 TrackEval field. Each metric is a unit with ``eval_sequence(SequenceData)`` and ``combine_sequences``.
-
-``score_protocol`` picks the protocol: ``trackeval`` (the above) or ``official`` (EgoHumans' own evaluation,
-mmtracking's ``eval_mot`` on py-motmetrics: ``egoeval.metrics.official``), with TrackEval's HOTA beside it.
 """
 
 from __future__ import annotations
@@ -14,27 +11,12 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from egoeval.metrics.base import Metric, Result, SequenceData
-from egoeval.metrics.clear import CLEAR
-from egoeval.metrics.hota import HOTA
-from egoeval.metrics.identity import Identity
-from egoeval.metrics.official import evaluate_official
-from egoeval.metrics.similarity import sequence_data
-from egoeval.mot import empty_frame
-
-__all__ = [
-    "CLEAR",
-    "HOTA",
-    "PROTOCOLS",
-    "Identity",
-    "Metric",
-    "SequenceData",
-    "evaluate",
-    "evaluate_sequences",
-    "score_protocol",
-    "summarize",
-]
-PROTOCOLS = ("official", "trackeval")
+from egoeval.tracking.base import Metric, Result
+from egoeval.tracking.clear import CLEAR
+from egoeval.tracking.hota import HOTA
+from egoeval.tracking.identity import Identity
+from egoeval.tracking.mot import empty_frame
+from egoeval.tracking.similarity import sequence_data
 
 PERCENT = {"HOTA": ["HOTA", "DetA", "AssA", "LocA", "DetRe", "DetPr", "AssRe", "AssPr"]}
 PERCENT |= {"CLEAR": ["MOTA", "MOTP", "MODA"], "Identity": ["IDF1", "IDP", "IDR"]}
@@ -110,43 +92,3 @@ def evaluate_sequences(
 def kept_ground_truth(gt: pd.DataFrame) -> pd.DataFrame:
     """The rows TrackEval scores (MOT15): ``conf == 0`` rows (ignore boxes) dropped, as read_mot ``kind="gt"``."""
     return gt[np.trunc(gt["conf"].to_numpy(np.float64)) != 0].reset_index(drop=True)
-
-
-def _finite(summary: dict[str, float | int]) -> dict[str, float | int | None]:
-    """NaN and infinity (py-motmetrics' x / 0) become None, so the numbers go into JSON."""
-    return {k: v if isinstance(v, int) or np.isfinite(v) else None for k, v in summary.items()}
-
-
-def score_protocol(
-    gt: dict[str, pd.DataFrame],
-    pred: dict[str, pd.DataFrame],
-    protocol: str,
-    iou_threshold: float = 0.5,
-    seq_lengths: dict[str, int] | None = None,
-) -> dict:
-    """``{"protocol", "COMBINED", "sequences"}`` under ``protocol``; ``gt`` holds every row (read_mot ``kind="pred"``,
-    ``conf == 0`` marks ignore boxes).
-
-    ``trackeval``: :func:`evaluate_sequences` (ignore boxes dropped; tracker boxes on them are false positives).
-    ``official``: :func:`~egoeval.metrics.official.evaluate_official` (mmtracking's ``eval_mot``; sequences it
-    leaves out are left out here too), plus HOTA, DetA, AssA and LocA from TrackEval's HOTA over the same sequences
-    (the official path computes no HOTA).
-    """
-    kept = {name: kept_ground_truth(df) for name, df in gt.items()}
-    if protocol == "trackeval":
-        result = evaluate_sequences(kept, pred, iou_threshold, seq_lengths)
-    elif protocol == "official":
-        result = evaluate_official(gt, pred, iou_threshold)
-        names = list(result["sequences"])
-        if names:
-            hota = evaluate({n: kept[n] for n in names}, pred, iou_threshold, seq_lengths, units=[HOTA()])
-            for name, res in [*hota["sequences"].items(), ("COMBINED", hota["COMBINED"])]:
-                target = result["COMBINED"] if name == "COMBINED" else result["sequences"][name]
-                target |= {field: float(100 * np.mean(res["HOTA"][field])) for field in PERCENT["HOTA"]}
-        result = {
-            "COMBINED": _finite(result["COMBINED"]),
-            "sequences": {name: _finite(s) for name, s in result["sequences"].items()},
-        }
-    else:
-        raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
-    return {"protocol": protocol, **result}

@@ -1,4 +1,5 @@
-"""``egoeval score-tracks GT_DIR PRED_DIR [--protocol official|trackeval] [--json OUT]``: MOTChallenge files scored."""
+"""``egoeval score-tracks GT_DIR PRED_DIR [--protocol official|trackeval] [--json OUT]``: MOTChallenge files scored
+under an EgoHumans protocol (``egoeval.egohumans.evaluators``)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,10 @@ import argparse
 import sys
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
-from egoeval.egohumans.formats import dataset_keeps
+from egoeval.egohumans.evaluators import PROTOCOLS, evaluator
 from egoeval.errors import InputError
 from egoeval.io import check_output, write_json
-from egoeval.metrics import PROTOCOLS, score_protocol
-from egoeval.mot import SeqInfo, read_mot, read_mot_folder, read_seqinfo
+from egoeval.tracking.mot import SeqInfo, read_mot, read_mot_folder, read_seqinfo
 
 TABLE = ["HOTA", "DetA", "AssA", "LocA", "MOTA", "MOTP", "IDF1", "IDP", "IDR"]
 TABLE_COUNTS = ["IDSW", "FP", "FN", "Frag", "MT", "PT", "ML"]
@@ -70,27 +67,18 @@ def score_folders(gt_dir: Path, pred_dir: Path, protocol: str = "trackeval") -> 
             if frame is not None and len(frame) and frame["frame"].max() > info.length:
                 raise InputError(source, f"frame {frame['frame'].max()} lies beyond seqLength {info.length} of {seq}")
         infos[seq] = info
-    if protocol == "official":
-        gt = {seq: dataset_ground_truth(seq, frame, infos.get(seq)) for seq, frame in gt.items()}
-    return score_protocol(gt, pred, protocol, seq_lengths={seq: info.length for seq, info in infos.items()})
-
-
-def dataset_ground_truth(seq: str, gt: pd.DataFrame, info: SeqInfo | None) -> pd.DataFrame:
-    """The rows EgoHumans' dataset class passes on to ``eval_mot`` (:func:`egoeval.egohumans.formats.dataset_keeps`,
-    with ``area = w * h`` as mmtracking's ``mot2coco`` writes it). Without an image size in seqinfo.ini the boxes
-    outside the image cannot be told, so they are kept (said on stderr); the size rules still apply."""
-    boxes = gt[["x", "y", "w", "h"]].to_numpy(np.float64)
-    area = boxes[:, 2] * boxes[:, 3]
-    if info is None or info.width is None:
-        print(
-            f"egoeval score-tracks: {seq}: no imWidth/imHeight (<seq>/seqinfo.ini): ground-truth boxes outside the "
-            "image are kept, those under 1 px dropped",
-            file=sys.stderr,
-        )
-        keep = dataset_keeps(boxes, area)
-    else:
-        keep = dataset_keeps(boxes, area, info.width, info.height)
-    return gt[keep].reset_index(drop=True)
+    scoring = evaluator(protocol)
+    for seq, frame in gt.items():
+        info = infos.get(seq)
+        size = None if info is None or info.width is None else (info.width, info.height)
+        if size is None and scoring.uses_image_size:
+            print(
+                f"egoeval score-tracks: {seq}: no imWidth/imHeight (<seq>/seqinfo.ini): ground-truth boxes outside the "
+                "image are kept, those under 1 px dropped",
+                file=sys.stderr,
+            )
+        gt[seq] = scoring.dataset_ground_truth(frame, size)
+    return scoring.evaluate(gt, pred, seq_lengths={seq: info.length for seq, info in infos.items()})
 
 
 def format_table(results: dict[str, dict]) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from egoeval.metrics.base import SequenceData
+from egoeval.tracking.base import SequenceData
 
 _BLOCK = 128  # numpy's PW_BLOCKSIZE
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from egoeval.metrics.base import EPS, Metric, Result, SequenceData, combine_sum
+from egoeval.tracking.base import EPS, Metric, Result, SequenceData, combine_sum
 
 INTEGER_FIELDS = ["CLR_TP", "CLR_FN", "CLR_FP", "IDSW", "MT", "PT", "ML", "Frag", "CLR_Frames"]
 FLOAT_FIELDS = ["MOTA", "MOTP", "MODA", "CLR_Re", "CLR_Pr", "MTR", "PTR", "MLR", "sMOTA"]

@@ -8,9 +8,10 @@ pose: rotation and translation), at the height its depth implies, keeping the bo
 ByteTrack's association (ultralytics, unchanged: high-score pass on IoU with score fusion, low-score pass on IoU,
 unconfirmed tracks) then matches, and the first pass rules out pairs whose roots disagree beyond the filter's
 ``gate_probability`` (Mahalanobis distance, chi-square with 3 degrees of freedom). A track seen only without roots
-follows the ego-motion tracker's head-rotation warp (``egoeval.egohumans.egomotion``), which this tracker extends.
+follows the ego-motion tracker's head-rotation warp (``egoeval.egohumans.trackers.egomotion``), which this tracker
+extends.
 
-Settings (``egoeval/egohumans/world.yaml``): ByteTrack's, plus ``root_noise`` (a root's error as a fraction of its
+Settings (``world.yaml`` beside this module): ByteTrack's, plus ``root_noise`` (a root's error as a fraction of its
 distance from the camera: monocular depth errs in proportion), ``walk_noise_m`` (the spread of a person's change of
 velocity per frame, metres per frame) and ``gate_probability``.
 """
@@ -23,7 +24,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import chi2
 
-from egoeval.egohumans.egomotion import CameraPose, egomotion_tracker_class
+from egoeval.egohumans.trackers.egomotion import CameraPose, egomotion_tracker_class
 
 MIN_ROOT_STD_M = 0.05  # a root is never trusted to better than 5 cm
 MIN_DEPTH_M = 0.1  # a root nearer than this to the camera plane is not projected

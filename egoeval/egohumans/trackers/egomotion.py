@@ -10,7 +10,7 @@ Jacobian of that mapping. Translation is ignored (people are metres away; the he
 The camera model is Aria's ``FisheyeRadTanThinPrism`` (15 intrinsics: f, cx, cy, k0..k5, p0, p1, s0..s3: an
 equidistant fisheye with radial, tangential and thin-prism distortion), or a pinhole with the same f, cx, cy (the
 bundled sample renders so); fetch's ``camera_model`` column says which. Association, the Kalman filter and matching
-are ultralytics' ByteTrack, unchanged; the tracker's settings are ByteTrack's (``egoeval/egohumans/egomotion.yaml``).
+are ultralytics' ByteTrack, unchanged; the tracker's settings are ByteTrack's (``egomotion.yaml`` beside this module).
 """
 
 from __future__ import annotations

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from egoeval.metrics.base import EPS, Metric, Result, SequenceData, combine_sum
-from egoeval.metrics.matching import forced_matches
-from egoeval.metrics.npsum import row_col_sums
+from egoeval.tracking.base import EPS, Metric, Result, SequenceData, combine_sum
+from egoeval.tracking.matching import forced_matches
+from egoeval.tracking.npsum import row_col_sums
 
 ALPHAS = np.arange(0.05, 0.99, 0.05)  # TrackEval's expression, so the values are bit-identical
 INTEGER_ARRAY_FIELDS = ["HOTA_TP", "HOTA_FN", "HOTA_FP"]

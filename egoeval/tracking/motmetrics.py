@@ -1,18 +1,18 @@
-"""The official EgoHumans evaluation: mmtracking's ``eval_mot`` through py-motmetrics 1.4.0, on NumPy 2.
+"""mmtracking's ``eval_mot`` through py-motmetrics 1.4.0, re-implemented on NumPy 2 (lap 0.4.0's assignment).
 
-EgoHumans scores tracking with mmtracking (``CocoVideoDataset.evaluate`` -> ``eval_mot``), which feeds one
-py-motmetrics ``MOTAccumulator`` per video and pools them into OVERALL. This module computes the same numbers
-without py-motmetrics (which needs NumPy < 2 through mmtracking) and without its per-event DataFrames:
+mmtracking (``CocoVideoDataset.evaluate`` -> ``eval_mot``) feeds one py-motmetrics ``MOTAccumulator`` per video and
+pools them into OVERALL. This module computes the same numbers without py-motmetrics (which needs NumPy < 2 through
+mmtracking) and without its per-event DataFrames:
 
 - boxes ``x1, y1, x2, y2`` in float32, IoU and IoF as mmdet's ``bbox_overlaps`` computes them (float32, union at
   least 1e-6); distance ``1 - IoU``; a pair matches when the distance is at most ``1 - iou_threshold``;
-- ignore boxes (``conf == 0`` in MOTChallenge ground truth: EgoHumans' ``ignore``/``iscrowd``): in a frame that
+- ignore boxes (``conf == 0`` in MOTChallenge ground truth: a dataset's ``ignore``/``iscrowd``): in a frame that
   has any, a tracker box left unmatched by a plain assignment over all ground truth and covering an ignore box
   with IoF > ``ignore_iof`` is removed before accumulation (never counted);
 - a frame with no ground truth and no (remaining) tracker box is skipped;
 - per frame, first every ground-truth object keeps the tracker id it was **last** matched to, however many frames
   ago (py-motmetrics' ``m``), when that box still matches; the rest by a minimum-cost assignment on py-motmetrics'
-  expensive-edge matrix, solved as mmtracking's environment solves it: lap 0.4.0's LAPJV (``egoeval.metrics.lapjv``),
+  expensive-edge matrix, solved as mmtracking's environment solves it: lap 0.4.0's LAPJV (``egoeval.tracking.lapjv``),
   which decides exact ties (duplicate boxes); a match to another id than the last one is an ID switch;
 - MT/PT/ML: matched share of the frames where the object is present (>= 0.8, [0.2, 0.8), < 0.2); Frag: runs of
   misses between the object's first and last match (frames where it is absent do not count);
@@ -20,9 +20,8 @@ without py-motmetrics (which needs NumPy < 2 through mmtracking) and without its
 - a sequence without a single accumulated frame is left out of the per-sequence table and of the overall numbers
   (mmtracking's empty videos); OVERALL sums the counts and recomputes the ratios (py-motmetrics' ``compute_overall``).
 
-Ground truth reaches it as EgoHumans' dataset class reads it (``egoeval.egohumans.formats.dataset_keeps``: the
-fetch stage applies it to the annotation, ``score-tracks`` to MOTChallenge files). HOTA is not part of this path;
-the stage adds TrackEval's HOTA beside it (``egoeval.metrics``).
+Ground truth reaches it as the dataset reader passes it on (which boxes a dataset drops is the caller's rule). HOTA
+is not part of ``eval_mot``.
 """
 
 from __future__ import annotations
@@ -33,7 +32,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import linear_sum_assignment
 
-from egoeval.metrics.lapjv import LARGE, lapjv
+from egoeval.tracking.lapjv import LARGE, lapjv
 
 OVERLAP_EPS = np.float32(1e-6)  # mmdet bbox_overlaps' eps
 
@@ -271,7 +270,7 @@ def summary(counts: list[Counts]) -> dict[str, float | int]:
     return out
 
 
-def evaluate_official(
+def eval_mot(
     gt: dict[str, pd.DataFrame], pred: dict[str, pd.DataFrame], iou_threshold: float = 0.5, ignore_iof: float = 0.5
 ) -> dict[str, dict]:
     """``{"COMBINED": summary, "sequences": {name: summary}}`` as mmtracking's ``eval_mot`` reports them.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from egoeval.metrics.base import SequenceData
+from egoeval.tracking.base import SequenceData
 
 
 def best_per_group(group: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

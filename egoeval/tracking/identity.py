@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from egoeval.metrics.base import Metric, Result, SequenceData, combine_sum
+from egoeval.tracking.base import Metric, Result, SequenceData, combine_sum
 
 INTEGER_FIELDS = ["IDTP", "IDFN", "IDFP"]
 FLOAT_FIELDS = ["IDF1", "IDR", "IDP"]

@@ -1,0 +1,55 @@
+"""Protocol ``official``: EgoHumans' own evaluation, with TrackEval's HOTA beside it.
+
+EgoHumans scores tracking with mmtracking: its dataset class reads the ground truth (the rules in
+:func:`egoeval.egohumans.formats.dataset_keeps`: boxes under 1 px, with ``area <= 0`` or outside the image dropped;
+``ignore``/``iscrowd`` boxes kept as ignore boxes) and ``eval_mot`` scores the tracks on py-motmetrics 1.4.0
+(``egoeval.tracking.motmetrics``: sequences it leaves out are left out here too). The official path computes no
+HOTA: HOTA, DetA, AssA and LocA come from TrackEval's HOTA over the same sequences (ignore boxes dropped). NaN and
+infinity (py-motmetrics' ``x / 0``) become None.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+import pandas as pd
+
+from egoeval.egohumans.evaluators.base import Evaluator, Lengths, Scores, Tracks
+from egoeval.egohumans.formats import dataset_keeps
+from egoeval.tracking.hota import HOTA
+from egoeval.tracking.motmetrics import eval_mot
+from egoeval.tracking.trackeval import PERCENT, evaluate, kept_ground_truth
+
+
+def _finite(summary: dict[str, float | int]) -> dict[str, float | int | None]:
+    """NaN and infinity (py-motmetrics' x / 0) become None, so the numbers go into JSON."""
+    return {k: v if isinstance(v, int) or np.isfinite(v) else None for k, v in summary.items()}
+
+
+class Official(Evaluator):
+    name: ClassVar[str] = "official"
+    uses_image_size: ClassVar[bool] = True
+
+    def dataset_ground_truth(self, gt: pd.DataFrame, image_size: tuple[int, int] | None) -> pd.DataFrame:
+        """The rows EgoHumans' dataset class passes on to ``eval_mot`` (``area = w * h``, as mmtracking's
+        ``mot2coco`` writes it); without an image size the boxes outside the image cannot be told, so they are kept."""
+        boxes = gt[["x", "y", "w", "h"]].to_numpy(np.float64)
+        width, height = image_size if image_size is not None else (None, None)
+        keep = dataset_keeps(boxes, boxes[:, 2] * boxes[:, 3], width, height)
+        return gt[keep].reset_index(drop=True)
+
+    def evaluate(self, gt: Tracks, pred: Tracks, iou: float = 0.5, seq_lengths: Lengths | None = None) -> Scores:
+        result = eval_mot(gt, pred, iou)
+        names = list(result["sequences"])
+        if names:
+            kept = {name: kept_ground_truth(gt[name]) for name in names}
+            hota = evaluate(kept, pred, iou, seq_lengths, units=[HOTA()])
+            for name, res in [*hota["sequences"].items(), ("COMBINED", hota["COMBINED"])]:
+                target = result["COMBINED"] if name == "COMBINED" else result["sequences"][name]
+                target |= {field: float(100 * np.mean(res["HOTA"][field])) for field in PERCENT["HOTA"]}
+        return {
+            "protocol": self.name,
+            "COMBINED": _finite(result["COMBINED"]),
+            "sequences": {name: _finite(s) for name, s in result["sequences"].items()},
+        }

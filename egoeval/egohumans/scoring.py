@@ -1,0 +1,63 @@
+"""The egohumans_score stage's work: every tracking run scored against the ground truth under the configured
+protocol (``egoeval.egohumans.evaluators``), and the per-sequence table of the runs side by side."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from egoeval.egohumans.evaluators import evaluator
+from egoeval.egohumans.settings import EgoHumansSettings, ScoreSettings
+from egoeval.errors import InputError
+from egoeval.tracking.mot import read_mot, read_mot_folder
+
+PLOT_COLUMNS = ["IDF1", "MOTA", "HOTA"]
+
+
+def run_names(settings: EgoHumansSettings) -> list[str]:
+    """The tracking runs params.yaml configures: ``<tracker>-<mode>`` for every tracker x detection mode."""
+    return [f"{tracker}-{mode}" for tracker in settings.track.trackers for mode in settings.detect.modes]
+
+
+def read_runs(
+    gt_dir: Path, tracks_dir: Path, runs: list[str]
+) -> tuple[dict[str, pd.DataFrame], dict[str, dict[str, pd.DataFrame]]]:
+    """(ground truth by sequence, each run's tracks by sequence); every run holds exactly the ground truth's."""
+    gt = {name: read_mot(path, kind="pred") for name, path in read_mot_folder(gt_dir).items()}  # with ignore rows
+    if not gt:
+        raise InputError(gt_dir, "no ground-truth sequences (<seq>.txt)")
+    tracks = {}
+    for run in (tracks_dir / name for name in sorted(runs)):
+        if not run.is_dir():
+            raise InputError(run, "tracking run not found (run the egohumans_track stage first)")
+        found = read_mot_folder(run)
+        missing, extra = sorted(set(gt) - set(found)), sorted(set(found) - set(gt))
+        if missing or extra:
+            raise InputError(run, f"sequences differ from the ground truth: missing {missing}, unknown {extra}")
+        tracks[run.name] = {name: read_mot(found[name], kind="pred") for name in gt}
+    return gt, tracks
+
+
+def score_runs(
+    gt: dict[str, pd.DataFrame], tracks: dict[str, dict[str, pd.DataFrame]], settings: ScoreSettings
+) -> dict[str, dict[str, Any]]:
+    """Each run's ``{"protocol", "COMBINED", "sequences"}`` under ``settings.protocol``."""
+    scoring = evaluator(settings.protocol)
+    return {run: scoring.evaluate(gt, pred, settings.iou_threshold) for run, pred in tracks.items()}
+
+
+def score(gt_dir: Path, tracks_dir: Path, runs: list[str], settings: ScoreSettings) -> dict[str, dict[str, Any]]:
+    """Evaluate the named run folders under ``tracks_dir``; each must hold exactly the ground truth's sequences."""
+    return score_runs(*read_runs(gt_dir, tracks_dir, runs), settings)
+
+
+def sequence_table(results: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    """One row per run and sequence (and a COMBINED row per run), sorted by run then sequence."""
+    rows = []
+    for run, result in results.items():
+        for sequence, metrics in [*result["sequences"].items(), ("COMBINED", result["COMBINED"])]:
+            rows.append({"run": run, "sequence": sequence, **{c: metrics.get(c) for c in PLOT_COLUMNS}})
+    table = pd.DataFrame(rows, columns=["run", "sequence", *PLOT_COLUMNS])
+    return table.sort_values(["run", "sequence"], kind="mergesort").reset_index(drop=True)

@@ -1,0 +1,44 @@
+"""The tracker registry: a ``tracker_type`` is a tracker of the pinned ultralytics (its ``TRACKER_MAP``) or one of
+egoeval's own (OWN), each a module here with its YAML of defaults beside it, as ultralytics keeps its own.
+
+A tracker is configured entirely in params.yaml (``egohumans.track.config.<name>``: ``tracker_type`` plus every key
+of its YAML, ``ultralytics/cfg/trackers/<tracker_type>.yaml`` or ``<tracker_type>.yaml`` here, checked by
+``egoeval.egohumans.settings``), so adding a run of a known tracker is a params change; adding a tracker of our own
+is a module and a YAML here and an entry in OWN. egoeval's own trackers read each frame's camera pose
+(``tracker.camera``, set before each ``update``):
+
+- ``egomotion`` (egomotion.py): ByteTrack whose predicted boxes follow the wearer's known head rotation;
+- ``world`` (world.py): a Kalman filter on each person's 3D root in the world frame (EgoHumans' SimpleBaseline idea).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from egoeval.egohumans.settings import TrackerConfig
+from egoeval.egohumans.trackers.egomotion import make_egomotion_tracker
+from egoeval.egohumans.trackers.world import make_world_tracker
+
+OWN: dict[str, Callable[[Any], Any]] = {"egomotion": make_egomotion_tracker, "world": make_world_tracker}
+CAMERA_TRACKERS = ("egomotion", "world")  # the trackers that read each frame's camera pose
+
+
+def make_tracker(config: TrackerConfig) -> Any:
+    """A new tracker of ``config.tracker_type``, with ``config``'s settings."""
+    from ultralytics.trackers.track import TRACKER_MAP
+    from ultralytics.utils import IterableSimpleNamespace
+
+    args = IterableSimpleNamespace(**config.model_dump())  # what ultralytics' trackers read their settings from
+    kind = config.tracker_type
+    return OWN[kind](args) if kind in OWN else TRACKER_MAP[kind](args)
+
+
+def uses_frames(config: TrackerConfig) -> bool:
+    """Whether the tracker needs each frame's image (camera motion compensation, ``gmc_method`` other than none)."""
+    return getattr(config, "gmc_method", "none") != "none"
+
+
+def uses_cameras(config: TrackerConfig) -> bool:
+    """Whether the tracker needs each frame's camera pose (the ego-motion and world trackers)."""
+    return config.tracker_type in CAMERA_TRACKERS

@@ -48,6 +48,22 @@ class FetchSettings(Section):
     hf_revision: Annotated[str, Field(pattern=r"^[0-9a-f]{40}$")] | None
     split: Literal["full", "verified"]
 
+    @model_validator(mode="after")
+    def _hub_source_pinned(self) -> FetchSettings:
+        if self.source != "huggingface":
+            return self
+        if self.dataset != "egonormia":
+            raise ValueError(
+                f"dataset {self.dataset!r} is not in the Hugging Face repository; its items are in the official "
+                "GitHub folder src/final_dataset: use source local"
+            )
+        if self.hf_revision is None or set(self.hf_revision) == {"0"}:
+            raise ValueError(
+                "source huggingface: hf_revision must pin a commit: 40 hex digits, not a branch, tag or placeholder; "
+                f"got {self.hf_revision!r}"
+            )
+        return self
+
 
 class FramesSettings(Section):
     """``egonormia.frames``: the frames strip of the video setting.

@@ -34,7 +34,7 @@ BACKENDS: dict[str, type[Backend]] = {
 
 
 def make_backend(spec: ModelEntry) -> Backend:
-    """The backend of a validated model entry (``egonormia.model`` or one of ``egonormia.baselines``)."""
+    """The backend of a validated model entry of params.yaml."""
     return BACKENDS[spec.backend].from_spec(spec)
 
 

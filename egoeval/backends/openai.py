@@ -56,7 +56,7 @@ FIX = {  # what each permanent answer asks the user to fix
     403: "the key may not use this model: check ${env} and the model's name in params.yaml",
     404: "no such endpoint or model: check base_url (it usually ends in /v1) and the model's name in params.yaml",
     405: "not a chat completions endpoint: check base_url in params.yaml",
-    413: "the request is too large for the server: lower egonormia.frames.max_width or frame_height",
+    413: "the request is too large for the server: send smaller images (the frames settings in params.yaml)",
     422: "the server rejects the request: check the model's name, max_tokens and temperature in params.yaml",
 }
 DEFAULT_FIX = "check base_url, the model's name and the key in params.yaml"
@@ -311,7 +311,7 @@ class OpenAIBackend(Backend):
     def _nothing_answers(self, why: str) -> EndpointDown:
         return EndpointDown(
             f"{self.endpoint}: nothing answers at this address ({why}): check base_url of model {self.model!r} in "
-            "params.yaml (egonormia.model or egonormia.baselines) and that the server is running there"
+            "params.yaml and that the server is running there"
         )
 
     def complete(self, request: ChatRequest) -> Reply:

@@ -29,6 +29,7 @@ import pandas as pd
 
 from bench import OUT, save
 from egoeval.egonormia.frames import extract_frames
+from egoeval.egonormia.settings import FramesSettings
 from egoeval.video import write_h264
 
 CLIPS, SECONDS, FPS, WIDTH, HEIGHT = 4, 10, 30, 1920, 1080
@@ -79,8 +80,9 @@ def run() -> dict[str, Any]:
     work = OUT / "frames_stage"
     work.mkdir(parents=True, exist_ok=True)
     items = pd.DataFrame({"id": [p.stem for p in clips], "video": [p.name for p in clips], "strip": ""})
-    params = {"source": "video", "fps": 1, "frame_height": FRAME_HEIGHT, "max_width": 8000, "jpeg_quality": 90}
-    params["workers"] = cores
+    settings = FramesSettings(
+        source="video", fps=1, frame_height=FRAME_HEIGHT, max_width=8000, jpeg_quality=90, workers=cores
+    )
 
     def decode(clip: Path) -> None:
         _run([exe, "-v", "error", "-threads", "1", "-i", str(clip), "-f", "null", "-"])
@@ -99,7 +101,7 @@ def run() -> dict[str, Any]:
             _run([exe, "-v", "error", "-y", "-i", str(clip), "-vf", vf, "-frames:v", "1", str(work / "ffmpeg.jpg")])
 
     def stage() -> None:
-        index = extract_frames(items, clips[0].parent, work, params)
+        index = extract_frames(items, clips[0].parent, work, settings)
         assert (index["error"] == "").all() and (index["n_frames"] == SECONDS).all(), index["error"].tolist()
 
     times: dict[str, list[float]] = {"bound": [], "ceiling": [], "ffmpeg": [], "stage": []}

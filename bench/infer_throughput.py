@@ -23,6 +23,8 @@ from PIL import Image
 
 from bench import save
 from egoeval.egonormia.inference import run_inference
+from egoeval.egonormia.protocols import registry
+from egoeval.egonormia.settings import InferSettings, ModelSpec
 
 REPO = Path(__file__).resolve().parents[1]
 GOAL = 0.9
@@ -68,23 +70,14 @@ def measure(clips: int = 96, latency_s: float = 0.05, concurrency: int = 16) -> 
     with tempfile.TemporaryDirectory() as tmp, _server(latency_s) as url:
         root = Path(tmp)
         items, index, descriptions = _dataset(root, clips)
-        spec = {
-            "backend": "openai",
-            "name": "bench",
-            "base_url": url,
-            "api_key_env": None,
-            "concurrency": concurrency,
-            "timeout_s": 30,
-            "max_retries": 2,
-        }
-        params = {
-            "settings": ["blind", "pipeline", "video"],
-            "seed": 0,
-            "max_failure_rate": 0.0,
-            "cache_dir": str(root / "cache"),
-        }
+        spec = ModelSpec(
+            backend="openai", name="bench", base_url=url, concurrency=concurrency, timeout_s=30.0, max_retries=2
+        )
+        params = InferSettings(
+            settings=["blind", "pipeline", "video"], seed=0, max_failure_rate=0.0, cache_dir=str(root / "cache")
+        )
         start = time.perf_counter()
-        responses = run_inference(items, index, root, descriptions, [spec], params)
+        responses = run_inference(items, index, root, descriptions, [spec], params, registry()["official"])
         elapsed = time.perf_counter() - start
         stats = httpx.get(f"{url}/stats").json()
     calls = int(stats["requests"])

@@ -121,7 +121,7 @@ class KeyedPolicy:
     @classmethod
     def from_items(cls, items: pd.DataFrame) -> KeyedPolicy:
         """The answer key of an items table (``egoeval.egonormia.schema`` columns), options as the prompts show them."""
-        from egoeval.egonormia.prompts import displayed_options
+        from egoeval.egonormia.answers import displayed_options
 
         clips = []
         for item in items.itertuples(index=False):
@@ -142,7 +142,7 @@ class KeyedPolicy:
         text = last_user_text(body)
         listed = _OFFICIAL_OPTIONS.search(text)
         if listed:
-            from egoeval.egonormia.prompts import NONE_OF_THE_ABOVE
+            from egoeval.egonormia.answers import NONE_OF_THE_ABOVE
 
             stored = [o or NONE_OF_THE_ABOVE for o in ast.literal_eval(listed.group(2))]
             shown = frozenset(stored)

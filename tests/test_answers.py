@@ -6,8 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from egoeval.egonormia.answers import ParseFailure, parse_multi, parse_single
-from egoeval.egonormia.prompts import displayed_options
+from egoeval.egonormia.answers import ParseFailure, displayed_options, parse_multi, parse_single
 
 # Stored options; the empty string is the "None of the above" slot (stored index 4).
 OPTIONS = ["Help the person carry the box", "Wave and walk away", "Take a photo", "Ask before touching their bag", ""]

@@ -14,31 +14,40 @@ import threading
 import time
 from email.utils import formatdate
 from pathlib import Path
+from typing import get_args
 
 import httpx
 import pytest
+import yaml
+from conftest import REPO
 from PIL import Image
 
 from egoeval.backends import (
+    BACKENDS,
     ChatRequest,
     Decoding,
     EndpointDown,
     EndpointError,
     ImagePart,
     Message,
+    MultipleChoice,
     PermanentError,
-    Question,
     TextPart,
     TransientError,
     make_backend,
     request_key,
 )
+from egoeval.backends.chance import ChanceBackend
 from egoeval.backends.client import FIRST_CALLS, ModelClient
+from egoeval.backends.limiter import AdaptiveLimiter, Outcome, RetriesExhausted, call_with_retries
 from egoeval.backends.openai import OpenAIBackend, _Answer, parse_retry_after, reply_byte_limit
 from egoeval.cache import ResponseCache
+from egoeval.egonormia.protocols import justification_choices
+from egoeval.egonormia.settings import IMAGE_BACKENDS, ModelSpec
+from egoeval.egonormia.settings import Backend as BackendName
 from egoeval.errors import InputError
-from egoeval.limiter import AdaptiveLimiter, Outcome, RetriesExhausted, call_with_retries
 from egoeval.openai_server import Fault, OpenAIServer, Served, last_user_text
+from egoeval.settings import validate_params
 
 KEY_ENV = "EGOEVAL_TEST_API_KEY"
 SECRET = "sk-test-0123456789-very-secret"
@@ -51,19 +60,21 @@ def jpeg(color: tuple[int, int, int] = (200, 30, 30), size: tuple[int, int] = (6
     return buffer.getvalue()
 
 
-def spec(server: OpenAIServer, **extra: object) -> dict[str, object]:
-    return {
-        "backend": "openai",
-        "name": "test-vlm",
-        "base_url": server.url,
-        "api_key_env": KEY_ENV,
-        "concurrency": 4,
-        "timeout_s": 5,
-        "max_retries": 3,
-        "retry_base_s": 0.01,
-        "retry_max_s": 0.05,
-        **extra,
-    }
+def spec(server: OpenAIServer, **extra: object) -> ModelSpec:
+    return ModelSpec.model_validate(
+        {
+            "backend": "openai",
+            "name": "test-vlm",
+            "base_url": server.url,
+            "api_key_env": KEY_ENV,
+            "concurrency": 4,
+            "timeout_s": 5,
+            "max_retries": 3,
+            "retry_base_s": 0.01,
+            "retry_max_s": 0.05,
+            **extra,
+        }
+    )
 
 
 def chat(text: str = "Which? 1. a\n2. b\nAnswer: N", image: bytes | None = None) -> ChatRequest:
@@ -71,10 +82,10 @@ def chat(text: str = "Which? 1. a\n2. b\nAnswer: N", image: bytes | None = None)
     return ChatRequest((Message.text("system", "Be brief."), Message("user", parts)), Decoding(0.0, 64, None))
 
 
-def question_request(multi: bool, context: str, options: tuple[str, ...], setting: str = "pipeline") -> ChatRequest:
-    subtask = "sensible" if multi else "action"
-    q = Question(setting, subtask, context, options, multi)
-    return ChatRequest((Message.text("user", f"{context} {options} {multi}"),), Decoding(), q)
+def question_request(multi: bool, context: str, options: tuple[str, ...], image: bytes | None = None) -> ChatRequest:
+    text = TextPart(f"{context} {options} {multi}")
+    parts = (ImagePart(image), text) if image else (text,)
+    return ChatRequest((Message("user", parts),), Decoding(), MultipleChoice(context, options, multi))
 
 
 # ------------------------------------------------------------------ request keys
@@ -444,8 +455,8 @@ def test_cache_takes_writes_from_many_threads_and_processes(tmp_path: Path) -> N
 
 
 def test_random_baseline_is_seeded_uniform_and_answers_in_format() -> None:
-    backend = make_backend({"backend": "random", "name": "chance", "seed": 0})
-    other_seed = make_backend({"backend": "random", "name": "chance", "seed": 1})
+    backend = make_backend(ModelSpec(backend="random", name="chance"))
+    other_seed = ChanceBackend("chance", seed=1)
     options = ("a", "b", "c", "d", "None of the above")
     requests = [question_request(False, f"scene {i}", options) for i in range(1000)]
     replies = [backend.complete(r).text for r in requests]
@@ -463,7 +474,7 @@ def test_random_baseline_is_seeded_uniform_and_answers_in_format() -> None:
 
 def test_minilm_baseline_loads_offline_and_picks_the_related_option() -> None:
     assert os.environ.get("HF_HUB_OFFLINE") == "1"
-    backend = make_backend({"backend": "minilm", "name": "all-MiniLM-L6-v2"})
+    backend = make_backend(ModelSpec(backend="minilm", name="all-MiniLM-L6-v2"))
     assert not backend.supports_images
     options = (
         "Fly a kite on the beach",
@@ -477,9 +488,8 @@ def test_minilm_baseline_loads_offline_and_picks_the_related_option() -> None:
     assert reply.endswith("\nAnswer: 2")
     multi = backend.complete(question_request(True, context, options)).text
     assert ANSWER.search(multi) and "2" in multi.rsplit("Answer:", 1)[1]
-    justification = Question(
-        "pipeline",
-        "justification",
+    justification = justification_choices(
+        options[1],
         context,
         (
             "Kites need wind",
@@ -488,23 +498,33 @@ def test_minilm_baseline_loads_offline_and_picks_the_related_option() -> None:
             "Chains rust",
             "None of the above",
         ),
-        False,
-        options[1],
     )
     reply = backend.complete(ChatRequest((Message.text("user", "j"),), Decoding(), justification)).text
     assert reply.endswith("\nAnswer: 2")
     with pytest.raises(PermanentError):
-        backend.complete(question_request(False, "", options, setting="video"))
+        backend.complete(question_request(False, "", options, image=jpeg()))
 
 
 @pytest.mark.bad_input
 def test_bad_model_entries_are_input_errors_naming_params() -> None:
-    with pytest.raises(InputError, match=r"params.yaml: unknown backend 'gpt' for model 'x'; known: openai, random"):
-        make_backend({"backend": "gpt", "name": "x"})
-    with pytest.raises(InputError, match="needs base_url"):
-        make_backend({"backend": "openai", "name": "x", "base_url": None})
-    with pytest.raises(InputError, match="needs a name"):
-        make_backend({"backend": "random"})
+    """The settings refuse them (make_backend builds only validated entries), naming params.yaml and the key."""
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    for baseline, words in [
+        ({"backend": "gpt", "name": "x"}, r"egonormia.baselines\[0\].backend = 'gpt': must be 'openai', 'random'"),
+        ({"backend": "openai", "name": "x", "base_url": None}, r"egonormia.baselines\[0\]: .*needs base_url"),
+        ({"backend": "random"}, r"egonormia.baselines\[0\].name: missing"),
+    ]:
+        with pytest.raises(InputError, match=r"^params.yaml: invalid params:(.|\n)*" + words):
+            validate_params({**params, "egonormia": {**params["egonormia"], "baselines": [baseline]}})
+    described = {**params["egonormia"], "describe": {"source": "model", "max_failure_rate": 0.1}}
+    described["model"] = {**described["model"], "backend": "minilm"}
+    with pytest.raises(InputError, match=r"describe.source 'model' needs a vision-language model; .*'minilm' cannot"):
+        validate_params({**params, "egonormia": described})
+
+
+def test_the_settings_know_every_backend_and_which_take_images() -> None:
+    assert set(get_args(BackendName)) == set(BACKENDS)
+    assert set(IMAGE_BACKENDS) == {name for name, backend in BACKENDS.items() if backend.supports_images}
 
 
 # ------------------------------------------------------------------ hostile endpoints; the official reading
@@ -664,17 +684,20 @@ def test_the_served_model_is_recorded_cached_and_said(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("served", "protocol", "reply"),
+    ("served", "despite_refusal", "reply"),
     [
-        (Served("Option 2", refusal="I would rather not."), "official", "Option 2"),
-        (Served("I pick 3", finish_reason="content_filter"), "official", "I pick 3"),
-        (Served("Option 2", refusal="I would rather not."), "egoeval", "refusal: I would rather not."),
-        (Served("I pick 3", finish_reason="content_filter"), "egoeval", "refusal: finish_reason content_filter"),
-        (Served(None, refusal="No."), "official", "refusal: No."),
+        (Served("Option 2", refusal="I would rather not."), True, "Option 2"),
+        (Served("I pick 3", finish_reason="content_filter"), True, "I pick 3"),
+        (Served("Option 2", refusal="I would rather not."), False, "refusal: I would rather not."),
+        (Served("I pick 3", finish_reason="content_filter"), False, "refusal: finish_reason content_filter"),
+        (Served(None, refusal="No."), True, "refusal: No."),
     ],
 )
-def test_content_beside_a_refusal_is_the_reply_under_official(served: Served, protocol: str, reply: str) -> None:
-    request = ChatRequest(chat().messages, Decoding(0.0, 64, None), protocol=protocol)
+def test_content_beside_a_refusal_is_the_reply_when_read_despite_refusal(
+    served: Served, despite_refusal: bool, reply: str
+) -> None:
+    """The official protocol's requests read so (the official client reads only the content)."""
+    request = ChatRequest(chat().messages, Decoding(0.0, 64, None), content_despite_refusal=despite_refusal)
     with OpenAIServer(policy=lambda body: served) as server:
         backend = make_backend(spec(server))
         try:

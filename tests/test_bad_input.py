@@ -20,7 +20,9 @@ from PIL import Image
 from egoeval.egohumans.formats import read_det_txt, read_tracking_annotation
 from egoeval.egonormia.artifacts import read_items
 from egoeval.egonormia.inference import run_inference
+from egoeval.egonormia.protocols import registry
 from egoeval.egonormia.schema import read_official_json
+from egoeval.egonormia.settings import InferSettings, ModelSpec
 from egoeval.errors import InputError
 from egoeval.stage import command_env
 from egoeval.tracking.mot import read_mot
@@ -28,7 +30,7 @@ from stages.egonormia import infer as infer_stage
 from stages.egonormia.parse import parse_responses
 
 pytestmark = pytest.mark.bad_input
-CHANCE = [{"backend": "random", "name": "chance"}]
+CHANCE = [ModelSpec(backend="random", name="chance")]
 
 
 def make_items(n: int) -> pd.DataFrame:
@@ -60,8 +62,10 @@ def descriptions(items: pd.DataFrame) -> pd.DataFrame:
 
 
 def infer(items: pd.DataFrame, index: pd.DataFrame, frames: Path, tmp_path: Path) -> pd.DataFrame:
-    params = {"settings": ["blind", "pipeline", "video"], "seed": 0, "max_failure_rate": 0.1, "cache_dir": tmp_path}
-    return run_inference(items, index, frames, descriptions(items), CHANCE, params)
+    params = InferSettings(
+        settings=["blind", "pipeline", "video"], seed=0, max_failure_rate=0.1, cache_dir=str(tmp_path)
+    )
+    return run_inference(items, index, frames, descriptions(items), CHANCE, params, registry()["official"])
 
 
 @pytest.mark.parametrize(
@@ -158,9 +162,9 @@ def test_an_unusable_response_cache_names_its_file(tmp_path: Path, content: byte
         cache.write_bytes(content)
     items = make_items(2)
     index = write_frames(tmp_path / "frames", items)
-    params = {"settings": ["blind"], "seed": 0, "max_failure_rate": 0.1, "cache_dir": tmp_path / "cache"}
+    params = InferSettings(settings=["blind"], seed=0, max_failure_rate=0.1, cache_dir=str(tmp_path / "cache"))
     with pytest.raises(InputError) as caught:
-        run_inference(items, index, tmp_path / "frames", descriptions(items), CHANCE, params)
+        run_inference(items, index, tmp_path / "frames", descriptions(items), CHANCE, params, registry()["official"])
     assert caught.value.path == str(cache) and reason in str(caught.value) and "move it away" in str(caught.value)
 
 

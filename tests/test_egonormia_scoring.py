@@ -17,7 +17,7 @@ from conftest import EGOEVAL, write_params
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from egoeval.egonormia.artifacts import results_key, setting_of
+from egoeval.egonormia.result_names import results_key, setting_of
 from egoeval.egonormia.scoring import (
     OfficialFormatError,
     Outcomes,
@@ -30,6 +30,7 @@ from egoeval.egonormia.scoring import (
     score_official,
     set_iou,
 )
+from egoeval.egonormia.settings import ScoreSettings
 from stages.egonormia import parse as parse_stage
 from stages.egonormia import score as score_stage
 
@@ -392,14 +393,14 @@ def test_score_rejects_incomplete_predictions(workdir: Path) -> None:
     predictions = pd.read_parquet(workdir / "data/egonormia/predictions.parquet").iloc[1:]
     items = pd.read_parquet(workdir / "data/egonormia/fetched/items.parquet")
     with pytest.raises(ValueError, match="does not cover"):
-        score_stage.score(items, predictions, {"bootstrap_samples": 10, "bootstrap_seed": 0, "confidence": 0.95})
+        score_stage.score(items, predictions, ScoreSettings(bootstrap_samples=10, bootstrap_seed=0, confidence=0.95))
 
 
 def test_verified_split_can_be_empty() -> None:
     items = example_items().assign(verified=False)
     predictions = parse_stage.parse_responses(items, example_responses())
     metrics, _ = score_stage.score(
-        items, predictions, {"bootstrap_samples": 10, "bootstrap_seed": 0, "confidence": 0.9}
+        items, predictions, ScoreSettings(bootstrap_samples=10, bootstrap_seed=0, confidence=0.9)
     )
     verified = metrics["blind"]["modelA"]["verified"]
     assert verified["n"] == 0 and verified["action"] is None and verified["ci95"] is None

@@ -470,8 +470,10 @@ def test_sharded_inference_on_two_workers_is_byte_identical(tmp_path: Path, pref
 
     from egoeval.benchmarks import shard_of
     from egoeval.egonormia.inference import InferenceInputs, run_inference
+    from egoeval.egonormia.protocols import Protocol, registry
     from egoeval.egonormia.scale_out import ShardedInference, combine, split
     from egoeval.egonormia.schema import read_official_json
+    from egoeval.egonormia.settings import InferSettings, ModelSpec
     from flows.shard import run_shards, task_runner
 
     items = read_official_json(REPO / "tests/data/egonormia/ood_robot.json")  # 11 real clips
@@ -485,19 +487,19 @@ def test_sharded_inference_on_two_workers_is_byte_identical(tmp_path: Path, pref
             cv2.imwrite(str(frames / image), np.full((8, 16, 3), 20 * i, np.uint8))
         index.append({"id": clip, "image": image, "error": "" if image else "no video"})
     descriptions = pd.DataFrame({"id": items["id"], "description": items["description"], "error": ""})
-    specs = [
-        {"backend": "random", "name": "chance", "concurrency": 2},
-        {"backend": "random", "name": "other", "seed": 1},
-    ]
+    specs = [ModelSpec(backend="random", name="chance", concurrency=2), ModelSpec(backend="random", name="other")]
 
-    def infer_params(cache: str) -> dict[str, object]:  # separate response caches: the shards answer afresh
-        return {"settings": ["blind", "pipeline", "video"], "seed": 0, "cache_dir": str(tmp_path / cache)}
+    def infer_params(cache: str) -> tuple[InferSettings, Protocol]:  # separate response caches: shards answer afresh
+        settings = ["blind", "pipeline", "video"]
+        infer = InferSettings(settings=settings, seed=0, max_failure_rate=1.0, cache_dir=str(tmp_path / cache))
+        return infer, registry()["official"]
 
-    single = run_inference(items, pd.DataFrame(index), frames, descriptions, specs, infer_params("single"))
+    single = run_inference(items, pd.DataFrame(index), frames, descriptions, specs, *infer_params("single"))
 
     @flow
     def sharded() -> pd.DataFrame:
-        inputs = InferenceInputs(items, pd.DataFrame(index), frames, descriptions, specs, infer_params("sharded"))
+        infer, protocol = infer_params("sharded")
+        inputs = InferenceInputs(items, pd.DataFrame(index), frames, descriptions, specs, infer, protocol, Path("."))
         return combine(run_shards(ShardedInference(), split(inputs, 2)))
 
     write_params(tmp_path, {"flows": {"dask_workers": 2}})

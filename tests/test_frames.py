@@ -10,10 +10,11 @@ import pandas as pd
 import pytest
 
 from egoeval.egonormia.frames import extract_frames
+from egoeval.egonormia.settings import FramesSettings
 from egoeval.errors import InputError
 from egoeval.video import decode_all_frames, read_sampled_frames, sample_indices
 
-PARAMS = {"source": "video", "fps": 1, "frame_height": 48, "max_width": 4096, "jpeg_quality": 90, "workers": 1}
+PARAMS = FramesSettings(source="video", fps=1, frame_height=48, max_width=4096, jpeg_quality=90, workers=1)
 
 
 def test_sample_indices_at_one_fps_of_thirty() -> None:
@@ -83,7 +84,12 @@ def test_strip_is_scaled_to_the_maximum_width(tmp_path: Path, video_factory) -> 
     video_factory(seconds=6).rename(fetched / "videos" / "a.mp4")
     out = tmp_path / "frames"
     out.mkdir()
-    extract_frames(pd.DataFrame({"id": ["a"], "video": ["videos/a.mp4"]}), fetched, out, {**PARAMS, "max_width": 200})
+    extract_frames(
+        pd.DataFrame({"id": ["a"], "video": ["videos/a.mp4"]}),
+        fetched,
+        out,
+        PARAMS.model_copy(update={"max_width": 200}),
+    )
     assert cv2.imread(str(out / "a.jpg")).shape[1] == 200
 
 

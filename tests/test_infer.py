@@ -15,9 +15,12 @@ import yaml
 from conftest import write_params
 from PIL import Image
 
+from egoeval.egonormia.answers import NONE_OF_THE_ABOVE, displayed_options
 from egoeval.egonormia.artifacts import RESPONSE_COLUMNS
 from egoeval.egonormia.inference import check_failures, run_inference
-from egoeval.egonormia.prompts import NONE_OF_THE_ABOVE, displayed_options, permutation
+from egoeval.egonormia.protocols import Protocol, registry
+from egoeval.egonormia.protocols.egoeval import permutation
+from egoeval.egonormia.settings import InferSettings, ModelSpec
 from egoeval.openai_server import KeyedPolicy, OpenAIServer
 from stages.egonormia import describe as describe_stage
 from stages.egonormia import infer as infer_stage
@@ -93,15 +96,16 @@ def model_spec(server: OpenAIServer, **extra: Any) -> dict[str, Any]:
     }
 
 
-def infer_params(tmp_path: Path, **extra: Any) -> dict[str, Any]:
-    return {
-        "settings": ["blind", "pipeline", "video"],
-        "seed": 0,
-        "max_failure_rate": 0.1,
-        "cache_dir": str(tmp_path / "cache"),
-        "protocol": "egoeval",  # these tests exercise egoeval's shuffles and answer lines; official: test_official.py
-        **extra,
-    }
+def models(*specs: dict[str, Any]) -> list[ModelSpec]:
+    return [ModelSpec.model_validate(spec) for spec in specs]
+
+
+def infer_params(tmp_path: Path, **extra: Any) -> tuple[InferSettings, Protocol]:
+    """``run_inference``'s settings and protocol: egoeval's, whose shuffles and answer lines these tests exercise
+    (official: test_official.py)."""
+    infer = {"settings": ["blind", "pipeline", "video"], "seed": 0, "max_failure_rate": 0.1}
+    infer |= {"cache_dir": str(tmp_path / "cache"), **extra}
+    return InferSettings.model_validate(infer), registry()["egoeval"]
 
 
 def descriptions_of(items: pd.DataFrame) -> pd.DataFrame:
@@ -122,7 +126,12 @@ def test_every_answer_of_a_correct_model_maps_back_to_the_gold_options(tmp_path:
     index = write_frames(tmp_path / "frames", items)
     with OpenAIServer(policy=KeyedPolicy.from_items(items)) as server:
         responses = run_inference(
-            items, index, tmp_path / "frames", descriptions_of(items), [model_spec(server)], infer_params(tmp_path)
+            items,
+            index,
+            tmp_path / "frames",
+            descriptions_of(items),
+            models(model_spec(server)),
+            *infer_params(tmp_path),
         )
     assert list(responses.columns) == list(RESPONSE_COLUMNS)
     assert len(responses) == 6 * 3 * 3 and (responses["error"] == "").all()
@@ -160,9 +169,9 @@ def test_a_rerun_is_served_from_the_cache_and_identical(tmp_path: Path) -> None:
     index = write_frames(tmp_path / "frames", items)
     args = (items, index, tmp_path / "frames", descriptions_of(items))
     with OpenAIServer(policy=KeyedPolicy.from_items(items)) as server:
-        first = run_inference(*args, [model_spec(server)], infer_params(tmp_path))
+        first = run_inference(*args, models(model_spec(server)), *infer_params(tmp_path))
         sent = len(server.requests)
-        second = run_inference(*args, [model_spec(server)], infer_params(tmp_path))
+        second = run_inference(*args, models(model_spec(server)), *infer_params(tmp_path))
     assert sent == 4 * 3 * 3 and len(server.requests) == sent
     pd.testing.assert_frame_equal(first, second)
 
@@ -172,7 +181,12 @@ def test_broken_frames_and_permanent_errors_are_recorded_not_raised(tmp_path: Pa
     index = write_frames(tmp_path / "frames", items, broken={"clip-002"})
     with OpenAIServer(policy=KeyedPolicy.from_items(items)) as server:
         responses = run_inference(
-            items, index, tmp_path / "frames", descriptions_of(items), [model_spec(server)], infer_params(tmp_path)
+            items,
+            index,
+            tmp_path / "frames",
+            descriptions_of(items),
+            models(model_spec(server)),
+            *infer_params(tmp_path),
         )
     failed = responses[responses["error"] != ""]
     assert set(failed["id"]) == {"clip-002"} and set(failed["setting"]) == {"video"} and len(failed) == 3
@@ -186,8 +200,8 @@ def test_broken_frames_and_permanent_errors_are_recorded_not_raised(tmp_path: Pa
             write_frames(tmp_path / "f2", items),
             tmp_path / "f2",
             descriptions_of(items),
-            [model_spec(server)],
-            infer_params(tmp_path, settings=["blind"], cache_dir=str(tmp_path / "c2")),
+            models(model_spec(server)),
+            *infer_params(tmp_path, settings=["blind"], cache_dir=str(tmp_path / "c2")),
         )
     by_subtask = responses.set_index(["id", "subtask"])["error"]
     assert by_subtask[("clip-000", "action")] == "refusal: I cannot help with that."
@@ -198,10 +212,10 @@ def test_broken_frames_and_permanent_errors_are_recorded_not_raised(tmp_path: Pa
 def test_baselines_answer_in_format_skip_what_they_cannot_do_and_repeat_exactly(tmp_path: Path) -> None:
     items = make_items(4)
     index = write_frames(tmp_path / "frames", items)
-    specs = [{"backend": "random", "name": "chance"}, {"backend": "minilm", "name": "all-MiniLM-L6-v2"}]
+    specs = models({"backend": "random", "name": "chance"}, {"backend": "minilm", "name": "all-MiniLM-L6-v2"})
     args = (items, index, tmp_path / "frames", descriptions_of(items), specs)
-    first = run_inference(*args, infer_params(tmp_path))
-    again = run_inference(*args, infer_params(tmp_path, cache_dir=str(tmp_path / "fresh")))
+    first = run_inference(*args, *infer_params(tmp_path))
+    again = run_inference(*args, *infer_params(tmp_path, cache_dir=str(tmp_path / "fresh")))
     pd.testing.assert_frame_equal(first, again)  # seeded, not merely cached
     assert (first["error"] == "").all()
     settings = first.groupby("model")["setting"].unique().map(sorted).to_dict()
@@ -215,8 +229,8 @@ def test_failure_threshold(tmp_path: Path) -> None:
     items = make_items(10)
     frames = tmp_path / "frames"
     index = write_frames(frames, items, broken={"clip-001"})
-    specs = [{"backend": "random", "name": "chance"}]
-    responses = run_inference(items, index, frames, descriptions_of(items), specs, infer_params(tmp_path))
+    specs = models({"backend": "random", "name": "chance"})
+    responses = run_inference(items, index, frames, descriptions_of(items), specs, *infer_params(tmp_path))
     assert (responses["error"] != "").sum() == 3  # 3 of 90 answers: 3.3%
     check_failures(responses, 0.05)
     with pytest.raises(Exception, match=r"3 of 90 answers failed \(3.3% > 2.0%\).*clip-001/video/chance/action"):
@@ -321,12 +335,12 @@ def test_cache_only_mode_replays_and_reports_misses_without_calling(tmp_path: Pa
     index = write_frames(tmp_path / "frames", items)
     args = (index, tmp_path / "frames", descriptions_of(items))
     with OpenAIServer(policy=KeyedPolicy.from_items(items)) as server:
-        first = run_inference(items.iloc[:3], *args, [model_spec(server)], infer_params(tmp_path))
+        first = run_inference(items.iloc[:3], *args, models(model_spec(server)), *infer_params(tmp_path))
         sent = len(server.requests)
         monkeypatch.setenv("EGOEVAL_CACHE_ONLY", "1")
         monkeypatch.setenv("EGOEVAL_CACHE_DIR", str(tmp_path / "cache"))
         elsewhere = infer_params(tmp_path, cache_dir=str(tmp_path / "not-used"))
-        replay = run_inference(items, *args, [model_spec(server)], elsewhere)
+        replay = run_inference(items, *args, models(model_spec(server)), *elsewhere)
     assert len(server.requests) == sent  # nothing sent in cache-only mode
     assert not (tmp_path / "not-used").exists()
     pd.testing.assert_frame_equal(replay[replay["id"] != "clip-003"].reset_index(drop=True), first)

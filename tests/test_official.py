@@ -31,11 +31,12 @@ from official_oracle import APIError, OfficialEval, compute_scores, datapoint
 
 from egoeval.backends import ChatRequest
 from egoeval.backends.openai import request_body
-from egoeval.egonormia import official
-from egoeval.egonormia.artifacts import results_key, setting_of
 from egoeval.egonormia.inference import run_inference
+from egoeval.egonormia.protocols import official, registry
+from egoeval.egonormia.result_names import results_key, setting_of
 from egoeval.egonormia.schema import read_official_json
 from egoeval.egonormia.scoring import score_official
+from egoeval.egonormia.settings import InferSettings, ModelSpec, ScoreSettings
 from egoeval.openai_server import Fault, OpenAIServer, Served, last_user_text
 from stages.egonormia import describe as describe_stage
 from stages.egonormia import parse as parse_stage
@@ -139,21 +140,15 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         {"backend": "openai", "name": name, "base_url": None, "concurrency": 2, "max_retries": 0, "retry_base_s": 0.01}
         for name in MODELS
     ]
-    infer = {
-        "settings": SETTINGS,
-        "seed": 0,
-        "max_failure_rate": 1.0,
-        "cache_dir": str(root / "cache"),
-        "protocol": "official",
-    }
+    infer = InferSettings(settings=SETTINGS, seed=0, max_failure_rate=1.0, cache_dir=str(root / "cache"))
     with OpenAIServer(policy=crafted) as server:
-        for spec in specs:
-            spec["base_url"] = server.url
-        responses = run_inference(items, index, frames, describe_stage.from_dataset(items), specs, infer)
+        models = [ModelSpec.model_validate({**spec, "base_url": server.url}) for spec in specs]
+        descriptions = describe_stage.from_dataset(items)
+        responses = run_inference(items, index, frames, descriptions, models, infer, registry()["official"])
         bodies = [request.body for request in server.requests]
     predictions = parse_stage.parse_responses(items, responses)
     metrics, _ = score_stage.score(
-        items, predictions, {"bootstrap_samples": 20, "bootstrap_seed": 0, "confidence": 0.9}
+        items, predictions, ScoreSettings(bootstrap_samples=20, bootstrap_seed=0, confidence=0.9)
     )
     images = {c: "data:image/jpeg;base64," + base64.b64encode(jpeg(k)).decode() for k, c in enumerate(items["id"])}
     expected, oracle_bodies = oracle_run(images)
@@ -287,7 +282,7 @@ def test_request_body_shape_and_cache_key_carry_the_protocol() -> None:
     assert request_body("m", request)["messages"][0]["content"] == [
         {"type": "text", "text": request.messages[0].content[0].text}
     ]
-    egoeval_twin = ChatRequest(request.messages, request.decoding, request.question, protocol="egoeval")
+    egoeval_twin = ChatRequest(request.messages, request.decoding, request.choices)
     from egoeval.backends import request_key
 
     assert request_key("openai", "m", request) != request_key("openai", "m", egoeval_twin)

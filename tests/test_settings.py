@@ -16,6 +16,7 @@ from egoeval.errors import ParamsError
 from egoeval.settings import load_settings, validate_params
 
 BASE = yaml.safe_load((REPO / "params.yaml").read_text())
+HUB = {**BASE["egonormia"]["fetch"], "source": "huggingface"}  # egonormia.fetch from the Hugging Face hub
 
 
 def edited(path: str, value: Any) -> dict[str, Any]:
@@ -63,6 +64,12 @@ BAD = [
     ("egohumans.report.frames", "four", ["egohumans.report.frames", "'four'", "integer"]),
     ("egonormia.fetch.source", "hf", ["egonormia.fetch.source", "'huggingface'"]),
     ("egonormia.fetch.hf_revision", "main", ["egonormia.fetch.hf_revision", "'main'", "pattern"]),
+    ("egonormia.fetch", {**HUB, "hf_revision": None}, ["egonormia.fetch: ", "must pin a commit", "None"]),
+    (
+        "egonormia.fetch",
+        {**HUB, "dataset": "ood_robot", "hf_revision": "1" * 40},
+        ["egonormia.fetch", "use source local"],
+    ),
     ("egonormia.fetch.split", "test", ["egonormia.fetch.split", "'verified'"]),
     ("egonormia.describe.source", "gemini", ["egonormia.describe.source", "'dataset'"]),
     ("egonormia.sample.seconds", 2, ["egonormia.sample.seconds", "greater than or equal to 5"]),
@@ -119,6 +126,17 @@ def test_bad_param_is_named(key: str, value: Any, words: list[str]) -> None:
     assert message.startswith("params.yaml: invalid params")
     for word in words:
         assert word in message, message
+
+
+@pytest.mark.bad_input
+@pytest.mark.parametrize(
+    "revision", ["main", "v1.0", "refs/pr/2", "0" * 40, "1a6be84", "g" * 40, "1A6BE84" + "0" * 33, None]
+)
+def test_the_hub_source_needs_a_pinned_commit(revision: object) -> None:
+    """Before anything is downloaded: a branch, tag, short or placeholder sha is refused, naming the key."""
+    with pytest.raises(ParamsError, match=r"egonormia.fetch(.hf_revision = .*pattern|: .*must pin a commit)"):
+        validate_params(edited("egonormia.fetch", {**HUB, "hf_revision": revision}))
+    validate_params(edited("egonormia.fetch", {**HUB, "hf_revision": "1a6be84" + "0" * 33}))
 
 
 @pytest.mark.bad_input

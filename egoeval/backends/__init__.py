@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from egoeval.backends.base import (
     Backend,
     BackendError,
@@ -13,8 +11,9 @@ from egoeval.backends.base import (
     EndpointError,
     ImagePart,
     Message,
+    ModelEntry,
+    MultipleChoice,
     PermanentError,
-    Question,
     Reply,
     RequestRejected,
     TextPart,
@@ -26,8 +25,6 @@ from egoeval.backends.base import (
 from egoeval.backends.chance import ChanceBackend
 from egoeval.backends.minilm import MiniLMBackend
 from egoeval.backends.openai import OpenAIBackend
-from egoeval.errors import InputError
-from egoeval.io import PARAMS_FILE
 
 BACKENDS: dict[str, type[Backend]] = {
     "openai": OpenAIBackend,
@@ -36,15 +33,9 @@ BACKENDS: dict[str, type[Backend]] = {
 }
 
 
-def make_backend(spec: dict[str, Any]) -> Backend:
-    """A backend from a params model entry (``egonormia.model`` or one of ``egonormia.baselines``)."""
-    kind = spec.get("backend")
-    if kind not in BACKENDS:
-        known = ", ".join(BACKENDS)
-        raise InputError(PARAMS_FILE, f"unknown backend {kind!r} for model {spec.get('name')!r}; known: {known}")
-    if not spec.get("name"):
-        raise InputError(PARAMS_FILE, f"a {kind} model entry needs a name")
-    return BACKENDS[kind].from_spec(spec)
+def make_backend(spec: ModelEntry) -> Backend:
+    """The backend of a validated model entry of params.yaml."""
+    return BACKENDS[spec.backend].from_spec(spec)
 
 
 __all__ = [
@@ -57,8 +48,9 @@ __all__ = [
     "EndpointError",
     "ImagePart",
     "Message",
+    "ModelEntry",
+    "MultipleChoice",
     "PermanentError",
-    "Question",
     "Reply",
     "RequestRejected",
     "TextPart",

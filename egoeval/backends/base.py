@@ -7,7 +7,7 @@ import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, ClassVar
+from typing import ClassVar, Protocol
 
 from egoeval.errors import PermanentFailure, TransientFailure
 
@@ -48,26 +48,22 @@ class Decoding:
     seed: int | None = None
 
     @classmethod
-    def from_spec(cls, spec: dict[str, Any]) -> Decoding:
-        """Decoding settings from a params model entry (``egonormia.model`` or a baseline)."""
-        seed = spec.get("seed")
-        return cls(
-            temperature=float(spec.get("temperature", 0.0)),
-            max_tokens=int(spec.get("max_tokens", 1024)),
-            seed=None if seed is None else int(seed),
-        )
+    def from_spec(cls, spec: ModelEntry) -> Decoding:
+        """The decoding a model entry asks for (its temperature and max_tokens)."""
+        return cls(temperature=spec.temperature, max_tokens=spec.max_tokens)
 
 
 @dataclass(frozen=True)
-class Question:
-    """A structured view of a multiple-choice question, for baselines that do not read chat text."""
+class MultipleChoice:
+    """The question a chat request asks, as a multiple choice: what baselines that do not read chat text answer.
 
-    setting: str  # blind | pipeline | video
-    subtask: str  # action | justification | sensible
-    context: str  # the scene description (pipeline) or the situation text (blind); "" for video
-    options: tuple[str, ...]  # option texts in displayed order (numbered 1..n)
-    multi: bool  # True: pick every fitting option; False: pick exactly one
-    chosen_action: str | None = None  # justification: the text of the action chosen before
+    ``context`` is the text the options are weighed against ("" when there is none), ``options`` the option texts
+    in the order the reply numbers them (1..n), ``multi`` whether every fitting option is picked (else exactly one).
+    """
+
+    context: str
+    options: tuple[str, ...]
+    multi: bool
 
 
 def answer_line(choice: int | list[int]) -> str:
@@ -77,25 +73,24 @@ def answer_line(choice: int | list[int]) -> str:
     return f"Answer: {choice}"
 
 
-PROTOCOLS = ("official", "egoeval")
-
-
 @dataclass(frozen=True)
 class ChatRequest:
-    """A chat call; ``protocol`` says whose request shapes it follows and is part of the cache key.
+    """A chat call: its messages and decoding, and how the request is sent and its reply read.
 
-    Under ``official`` every message's content is sent as a list of parts (the official code's OpenAI shape,
-    even for text alone); under ``egoeval`` a text-only message is sent as a plain string.
+    ``content_as_parts``: every message's content is sent as a list of parts, text alone too (else a text-only
+    message is sent as a plain string). ``content_despite_refusal``: a reply's content is the reply even beside a
+    ``refusal`` field or a ``content_filter`` finish, as a client that reads only the content sees it (else those
+    are refusals). ``namespace`` is the caller's name for the conventions the request was built under; it enters
+    the request key, so that requests built under different conventions never share a cached reply. ``choices`` is
+    the question as a multiple choice, for the baselines that answer from it.
     """
 
     messages: tuple[Message, ...]
     decoding: Decoding = Decoding()
-    question: Question | None = None
-    protocol: str = "egoeval"
-
-    def __post_init__(self) -> None:
-        if self.protocol not in PROTOCOLS:
-            raise ValueError(f"unknown protocol {self.protocol!r}; known: {', '.join(PROTOCOLS)}")
+    choices: MultipleChoice | None = None
+    content_as_parts: bool = False
+    content_despite_refusal: bool = False
+    namespace: str = "egoeval"
 
 
 @dataclass(frozen=True)
@@ -153,6 +148,22 @@ class EndpointDown(BackendError, TransientFailure):
     fail alike, so the stage stops at once, exit 75 (the server may be started later)."""
 
 
+class ModelEntry(Protocol):
+    """A model entry of params.yaml as the backends read it, validated by the settings before it gets here."""
+
+    backend: str
+    name: str
+    base_url: str | None
+    api_key_env: str
+    concurrency: int
+    temperature: float
+    max_tokens: int
+    timeout_s: float
+    max_retries: int
+    retry_base_s: float
+    retry_max_s: float
+
+
 class Backend(ABC):
     """A model behind ``complete``; ``name`` is the registry name, ``model`` the display/model name."""
 
@@ -165,7 +176,7 @@ class Backend(ABC):
 
     @classmethod
     @abstractmethod
-    def from_spec(cls, spec: dict[str, Any]) -> Backend:
+    def from_spec(cls, spec: ModelEntry) -> Backend:
         """Build from a params model entry."""
 
     @abstractmethod
@@ -183,10 +194,11 @@ def _canonical_part(part: Part) -> dict[str, str]:
 
 
 def request_key(backend: str, model: str, request: ChatRequest) -> str:
-    """sha256 of canonical JSON: backend, model, protocol, every message (images by sha256) and the decoding."""
+    """sha256 of canonical JSON: backend, model, the request's namespace (under the key ``protocol``, the name every
+    cache so far was written with), every message (images by sha256) and the decoding."""
     payload = {
         "backend": backend,
-        "protocol": request.protocol,
+        "protocol": request.namespace,
         "model": model,
         "messages": [{"role": m.role, "content": [_canonical_part(p) for p in m.content]} for m in request.messages],
         "decoding": {

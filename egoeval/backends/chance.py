@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
-from egoeval.backends.base import Backend, ChatRequest, PermanentError, Reply, answer_line, request_key
+from egoeval.backends.base import Backend, ChatRequest, ModelEntry, PermanentError, Reply, answer_line, request_key
 
 
 class ChanceBackend(Backend):
@@ -19,11 +19,11 @@ class ChanceBackend(Backend):
         self.seed = seed
 
     @classmethod
-    def from_spec(cls, spec: dict[str, Any]) -> ChanceBackend:
-        return cls(str(spec["name"]), seed=int(spec.get("seed", 0)), concurrency=int(spec.get("concurrency", 1)))
+    def from_spec(cls, spec: ModelEntry) -> ChanceBackend:
+        return cls(spec.name, concurrency=spec.concurrency)
 
     def complete(self, request: ChatRequest) -> Reply:
-        question = request.question
+        question = request.choices
         if question is None:
             raise PermanentError("the random baseline answers multiple-choice questions only")
         key = request_key(self.name, self.model, request)

@@ -18,13 +18,14 @@ from egoeval.backends import (
     ChatRequest,
     EndpointDown,
     EndpointError,
+    ModelEntry,
     RequestRejected,
     make_backend,
     request_key,
 )
+from egoeval.backends.limiter import AdaptiveLimiter, call_with_retries
 from egoeval.cache import CACHE_MISS, ResponseCache
 from egoeval.errors import Interrupted
-from egoeval.limiter import AdaptiveLimiter, call_with_retries
 
 FIRST_CALLS = 8  # when the first calls that reach an endpoint are all rejected alike, every call would be: stop
 
@@ -91,14 +92,14 @@ class ModelClient:
         self.broken: EndpointError | EndpointDown | None = None  # once every call would fail, nothing more is sent
 
     @classmethod
-    def from_spec(cls, spec: dict[str, Any], cache: ResponseCache, *, cache_only: bool = False) -> ModelClient:
+    def from_spec(cls, spec: ModelEntry, cache: ResponseCache, *, cache_only: bool = False) -> ModelClient:
         """Backend and retry settings from a params model entry (``max_retries``, ``retry_base_s``, ``retry_max_s``)."""
         return cls(
             make_backend(spec),
             cache,
-            max_retries=int(spec.get("max_retries", 6)),
-            base_delay=float(spec.get("retry_base_s", 0.5)),
-            max_delay=float(spec.get("retry_max_s", 30.0)),
+            max_retries=spec.max_retries,
+            base_delay=spec.retry_base_s,
+            max_delay=spec.retry_max_s,
             cache_only=cache_only,
         )
 

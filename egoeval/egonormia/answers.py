@@ -1,7 +1,7 @@
 """Read a model's multiple-choice answer out of its free-text response.
 
-Prompts show the options numbered 1..N in *displayed* order (the empty slot as "None of the above", see
-``prompts.displayed_options``) and ask the model to end with ``Answer: N`` (one choice) or
+Prompts show the options numbered 1..N in *displayed* order (``displayed_options``: the empty slot as "None of the
+above") and ask the model to end with ``Answer: N`` (one choice) or
 ``Answer: [N, M, ...]`` (a set, possibly ``[]``). ``parse_single`` and ``parse_multi`` return *stored* option
 indices (displayed position i shows stored option ``permutation[i]``; every position is mapped back).
 
@@ -31,7 +31,12 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from egoeval.egonormia.prompts import displayed_options
+NONE_OF_THE_ABOVE = "None of the above"
+
+
+def displayed_options(stored: Sequence[str], perm: Sequence[int]) -> tuple[str, ...]:
+    """``displayed[i] = stored[perm[i]]``, with the empty slot shown as "None of the above"."""
+    return tuple(stored[p].strip() or NONE_OF_THE_ABOVE for p in perm)
 
 
 class ParseFailure(ValueError):

@@ -17,6 +17,7 @@ import pandas as pd
 from PIL import Image
 from tqdm import tqdm
 
+from egoeval.egonormia.settings import FramesSettings
 from egoeval.errors import InputError
 from egoeval.io import atomic_write_bytes, data_file
 from egoeval.stage import die_with_parent
@@ -39,17 +40,17 @@ def _empty_row(clip_id: str) -> dict[str, Any]:
     }
 
 
-def _from_video(clip_id: str, video: str, fetched_dir: Path, out_dir: Path, params: dict[str, Any]) -> dict[str, Any]:
+def _from_video(clip_id: str, video: str, fetched_dir: Path, out_dir: Path, settings: FramesSettings) -> dict[str, Any]:
     row = _empty_row(clip_id)
     try:
         where = fetched_dir / "items.parquet"
         if not video:
             raise InputError(where, "clip has no context video (video_prev.mp4)", row=clip_id)
         source = data_file(fetched_dir, video, where, clip_id)
-        sampled = read_sampled_frames(source, float(params["fps"]), int(params["frame_height"]))
-        strip = frame_strip(sampled.frames, int(params["frame_height"]), int(params["max_width"]))
+        sampled = read_sampled_frames(source, settings.fps, settings.frame_height)
+        strip = frame_strip(sampled.frames, settings.frame_height, settings.max_width)
         image = f"{clip_id}.jpg"
-        atomic_write_bytes(out_dir / image, encode_jpeg(strip, int(params["jpeg_quality"])))
+        atomic_write_bytes(out_dir / image, encode_jpeg(strip, settings.jpeg_quality))
         row.update(
             image=image,
             n_frames=len(sampled.times),
@@ -95,15 +96,15 @@ def _whole_jpeg(path: Path) -> tuple[int, int]:
         raise InputError(path, f"not a readable JPEG: {error}") from None
 
 
-def extract_frames(items: pd.DataFrame, fetched_dir: Path, out_dir: Path, params: dict[str, Any]) -> pd.DataFrame:
+def extract_frames(items: pd.DataFrame, fetched_dir: Path, out_dir: Path, settings: FramesSettings) -> pd.DataFrame:
     """Write one strip per clip into ``out_dir``; return the index table (failures recorded, never raised)."""
     clips = list(items.itertuples(index=False))
     bar = {"total": len(clips), "desc": "frames", "unit": "clip", "file": sys.stderr}
-    if params.get("source", "video") == "dataset":
+    if settings.source == "dataset":
         rows = [_from_dataset(c.id, getattr(c, "strip", ""), fetched_dir, out_dir) for c in tqdm(clips, **bar)]
     else:
-        workers = int(params.get("workers", 1))
-        args = [(c.id, c.video, fetched_dir, out_dir, params) for c in clips]
+        workers = settings.workers
+        args = [(c.id, c.video, fetched_dir, out_dir, settings) for c in clips]
         if workers == 1 or len(clips) < 2:
             rows = [_from_video(*a) for a in tqdm(args, **bar)]
         else:

@@ -10,34 +10,20 @@ have (404) is left out and becomes that clip's recorded failure later. Files lan
 
 from __future__ import annotations
 
-import re
 import sys
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from egoeval.egonormia.schema import DATASETS, PREV_STRIP, PREV_VIDEO, read_folder, select_split
+from egoeval.egonormia.settings import FetchSettings
 from egoeval.errors import InputError, TransientFailure
 from egoeval.io import PARAMS_FILE
 
 HF_DIR = Path(".egoeval-cache/huggingface")
 DOWNLOAD_THREADS = 8
-_SHA_RE = re.compile(r"[0-9a-f]{40}")
-
-
-def pinned_revision(revision: object) -> str:
-    """The revision if it is a commit sha (40 hex digits, not the all-zero placeholder); else InputError."""
-    text = str(revision).lower()
-    if not _SHA_RE.fullmatch(text) or set(text) == {"0"}:
-        raise InputError(
-            PARAMS_FILE,
-            f"egonormia.fetch.hf_revision must pin a commit: 40 hex digits, not a branch, tag or placeholder; "
-            f"got {revision!r}",
-        )
-    return text
 
 
 def _download(repo_id: str, revision: str, name: str, local_dir: Path, endpoint: str | None) -> bool:
@@ -82,26 +68,20 @@ def _first_line(error: Exception) -> str:
 
 
 def download_hf(
-    params: dict[str, Any], notes: Counter, root: Path = HF_DIR, endpoint: str | None = None
+    settings: FetchSettings, notes: Counter, root: Path = HF_DIR, endpoint: str | None = None
 ) -> tuple[Path, Path, pd.DataFrame]:
     """(folder, media folder, selected items) after downloading ``final_data.json`` and the selected media.
 
-    ``params`` is ``egonormia.fetch``; ``endpoint`` overrides the hub address (default: ``HF_ENDPOINT`` or
-    huggingface.co).
+    ``settings`` is ``egonormia.fetch`` with source ``huggingface`` (the settings see to a pinned revision and the
+    dataset the repository holds); ``endpoint`` overrides the hub address (default: ``HF_ENDPOINT`` or huggingface.co).
     """
-    revision = pinned_revision(params["hf_revision"])
-    dataset = params.get("dataset", "egonormia")
-    if dataset != "egonormia":
-        raise InputError(
-            PARAMS_FILE,
-            f"egonormia.fetch.dataset {dataset!r} is not in the Hugging Face repository; its items are in the official "
-            "GitHub folder src/final_dataset: use source local",
-        )
-    repo_id = str(params["hf_repo"])
+    revision, dataset, repo_id = settings.hf_revision, settings.dataset, settings.hf_repo
+    if revision is None:  # the settings refuse source huggingface without one; a caller that built it by hand gets this
+        raise ValueError("source huggingface needs a pinned hf_revision")
     local_dir = root / repo_id / revision
     if not _download(repo_id, revision, DATASETS[dataset], local_dir, endpoint):
         raise InputError(PARAMS_FILE, f"{repo_id}@{revision} has no {DATASETS[dataset]}")
-    items = select_split(read_folder(local_dir, dataset, notes), params["split"], local_dir)
+    items = select_split(read_folder(local_dir, dataset, notes), settings.split, local_dir)
     names = [f"video/{clip_id}/{name}" for clip_id in items["id"] for name in (PREV_VIDEO, PREV_STRIP)]
     with ThreadPoolExecutor(DOWNLOAD_THREADS) as pool:
         found = list(pool.map(lambda name: _download(repo_id, revision, name, local_dir, endpoint), names))

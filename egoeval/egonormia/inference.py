@@ -1,35 +1,26 @@
 """EgoNormia inference: every model (the one under evaluation and the baselines) asked every question.
 
-``protocol`` (``infer_params["protocol"]``, from ``egonormia.protocol``) decides the requests:
-
-- ``egoeval``: for each clip x setting x model, the action question then, in the same conversation, the
-  justification question; and the sensible question in a conversation of its own (two units of work);
-  options in a seeded permutation recorded with the answer;
-- ``official``: ``egoeval.egonormia.official``, one unit per clip x setting x model: the action call; the
-  justification call only after a valid action answer; the sensible call unless an earlier call failed.
-  A call the protocol does not make is recorded with an error starting ``not sent: ``.
-
-Units run concurrently (a thread pool per model, paced by its adaptive limiter); every call goes through the
-durable response cache, whose key includes the protocol. Used by the egonormia_infer stage and by its sharded
-form (flows/shard.py).
+The protocol (``egonormia.protocol``, ``egoeval.egonormia.protocols``) decides the conversations of each clip x
+setting x model (the units of work), their requests, and which calls are made (a call it does not make is
+recorded with an error starting ``not sent: ``). Units run concurrently (a thread pool per model, paced by its
+adaptive limiter); every call goes through the durable response cache, whose key includes the protocol's name.
+Used by the egonormia_infer stage and by its sharded form (flows/shard.py).
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from concurrent.futures import as_completed
 from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pandas as pd
 from tqdm import tqdm
 
-from egoeval.backends import Decoding
 from egoeval.backends.client import Completion, ModelClient, call_pool
 from egoeval.cache import ResponseCache, cache_file, cache_only
-from egoeval.egonormia import official
 from egoeval.egonormia.artifacts import (
     DESCRIPTIONS,
     FRAMES,
@@ -41,62 +32,43 @@ from egoeval.egonormia.artifacts import (
     Unavailable,
     read_items,
     read_table,
-    results_key,
 )
-from egoeval.egonormia.prompts import (
-    SETTINGS,
-    Scene,
-    action_request,
-    displayed_options,
-    justification_request,
-    permutation,
-    sensible_request,
-)
-from egoeval.errors import InputError, TransientFailure
+from egoeval.egonormia.protocols import Answer, Clip, Conversation, Protocol, Scene, registry
+from egoeval.egonormia.settings import EgoNormiaSettings, InferSettings, ModelSpec
+from egoeval.errors import TransientFailure
 from egoeval.io import PARAMS_FILE
 from egoeval.settings import benchmark_settings
 
 
-@dataclass(frozen=True)
-class Conversation:
-    """One unit of work: the action+justification conversation or the sensible one, for a clip/setting/model."""
-
-    clip_id: str
-    behaviors: tuple[str, ...]
-    justifications: tuple[str, ...]
-    setting: str
-    chain: str  # "action" (then justification) | "sensible" | "official" (all three, the official way)
-
-
 class Runner:
-    """Builds and sends one model's conversations; turns each answer (or failure) into output rows."""
+    """Sends one model's conversations under a protocol; turns each answer (or failure) into output rows."""
 
     def __init__(
         self,
-        spec: dict[str, Any],
+        model: ModelSpec,
         client: ModelClient,
         frames: FrameStore,
         descriptions: dict[str, tuple[str, str]],
         seed: int,
-        protocol: str = "official",
+        protocol: Protocol,
     ) -> None:
-        self.spec = spec
+        self.model = model
         self.client = client
         self.frames = frames
         self.descriptions = descriptions
         self.seed = seed
         self.protocol = protocol
-        self.decoding = Decoding.from_spec(spec)
 
-    def _row(self, clip_id: str, setting: str, subtask: str, perm: list[int], done: Completion) -> dict[str, Any]:
+    def _row(self, conversation: Conversation, answer: Answer) -> dict[str, Any]:
+        done = answer.completion
         return {
-            "id": clip_id,
-            "setting": setting,
-            "model": str(self.spec["name"]),
-            "backend": str(self.spec["backend"]),
-            "protocol": self.protocol,
-            "subtask": subtask,
-            "permutation": perm,
+            "id": conversation.clip.id,
+            "setting": conversation.setting,
+            "model": self.model.name,
+            "backend": self.model.backend,
+            "protocol": self.protocol.name,
+            "subtask": answer.subtask,
+            "permutation": answer.permutation,
             "response": done.response,
             "error": done.error,
             "request_key": done.key,
@@ -106,8 +78,8 @@ class Runner:
     def _scene(self, clip_id: str, setting: str) -> Scene:
         if setting == "pipeline":
             description, error = self.descriptions.get(clip_id, ("", "the clip is not in descriptions.parquet"))
-            if self.protocol == "official" and error == NO_DESCRIPTION:
-                error = ""  # the official code sends a blank description as is, between its triple quotes
+            if self.protocol.sends_blank_descriptions and error == NO_DESCRIPTION:
+                error = ""
             elif not description.strip():
                 error = error or "empty description"
             if error:
@@ -117,65 +89,17 @@ class Runner:
             return Scene(setting, frames_jpeg=self.frames.jpeg(clip_id))
         return Scene(setting)
 
-    def run_official(self, work: Conversation) -> list[dict[str, Any]]:
-        """The official protocol's calls for one clip and setting (see the module docstring)."""
-        subtasks = ["action", "justification", "sensible"]
+    def run(self, conversation: Conversation) -> list[dict[str, Any]]:
+        clip = conversation.clip
         try:
-            scene = self._scene(work.clip_id, work.setting)
+            scene = self._scene(clip.id, conversation.setting)
         except Unavailable as error:
             failed = Completion(None, str(error), "")
-            return [self._row(work.clip_id, work.setting, s, official.IDENTITY, failed) for s in subtasks]
-        context = {"description": scene.description, "frames_jpeg": scene.frames_jpeg}
-        done: dict[str, Completion] = {}
-        done["action"] = self.client.complete(official.action_request(work.setting, work.behaviors, **context))
-        choice = official.extract_single(done["action"].response)
-        action_failed = done["action"].response is None and not official.no_content(done["action"].error)
-        if action_failed:
-            done["justification"] = Completion(None, NOT_SENT + "the action call failed", "")
-        elif choice is None:
-            done["justification"] = Completion(None, NOT_SENT + "the action answer is invalid", "")
+            subtasks = self.protocol.conversations[conversation.kind]
+            answers = [Answer(s, self.protocol.permutation(self.seed, clip.id, s), failed) for s in subtasks]
         else:
-            request = official.justification_request(
-                work.setting, work.behaviors[choice], work.justifications, **context
-            )
-            done["justification"] = self.client.complete(request)
-        second = done["justification"]
-        api_error = action_failed or (
-            choice is not None and second.response is None and not official.no_content(second.error)
-        )
-        if api_error:  # the official code then records [-2, -2] and never sends the sensible call
-            done["sensible"] = Completion(None, NOT_SENT + "an earlier call failed", "")
-        else:
-            name = str(self.spec["name"])
-            done["sensible"] = self.client.complete(
-                official.sensible_request(work.setting, work.behaviors, model=name, **context)
-            )
-        return [self._row(work.clip_id, work.setting, s, official.IDENTITY, done[s]) for s in subtasks]
-
-    def run(self, work: Conversation) -> list[dict[str, Any]]:
-        if work.chain == "official":
-            return self.run_official(work)
-        subtasks = ["action", "justification"] if work.chain == "action" else ["sensible"]
-        perms = {s: permutation(self.seed, work.clip_id, s) for s in subtasks}
-        try:
-            scene = self._scene(work.clip_id, work.setting)
-        except Unavailable as error:
-            failed = Completion(None, str(error), "")
-            return [self._row(work.clip_id, work.setting, s, perms[s], failed) for s in subtasks]
-        if work.chain == "sensible":
-            request = sensible_request(scene, displayed_options(work.behaviors, perms["sensible"]), self.decoding)
-            return [self._row(work.clip_id, work.setting, "sensible", perms["sensible"], self.client.complete(request))]
-        request = action_request(scene, displayed_options(work.behaviors, perms["action"]), self.decoding)
-        action = self.client.complete(request)
-        if action.response is None:
-            second = Completion(None, f"action failed: {action.error}", "")
-        else:
-            options = displayed_options(work.justifications, perms["justification"])
-            second = self.client.complete(justification_request(request, action.response, options, self.decoding))
-        return [
-            self._row(work.clip_id, work.setting, "action", perms["action"], action),
-            self._row(work.clip_id, work.setting, "justification", perms["justification"], second),
-        ]
+            answers = self.protocol.converse(conversation, scene, self.model, self.seed, self.client.complete)
+        return [self._row(conversation, answer) for answer in answers]
 
 
 def run_inference(
@@ -183,55 +107,43 @@ def run_inference(
     frames_index: pd.DataFrame,
     frames_dir: Path,
     descriptions: pd.DataFrame,
-    model_specs: list[dict[str, Any]],
-    infer_params: dict[str, Any],
+    models: Sequence[ModelSpec],
+    infer: InferSettings,
+    protocol: Protocol,
+    root: Path = Path("."),
 ) -> pd.DataFrame:
-    """Every answer of every model, one row per (id, setting, model, subtask), failures recorded in ``error``."""
-    settings = list(infer_params["settings"])
-    unknown = sorted(set(settings) - set(SETTINGS))
-    if unknown:
-        raise InputError(PARAMS_FILE, f"unknown settings {unknown}; known: {', '.join(SETTINGS)}")
-    names = [str(spec.get("name")) for spec in model_specs]
-    if len(set(names)) != len(names):
-        raise InputError(PARAMS_FILE, f"model names must be unique, got {names}")
-    for setting in settings:  # the official results' name of every run, checked before any call is paid for
-        for name in names:
-            try:
-                results_key(setting, name)
-            except ValueError as error:
-                raise InputError(PARAMS_FILE, str(error)) from None
+    """Every answer of every model, one row per (id, setting, model, subtask), failures recorded in ``error``;
+    ``infer.cache_dir`` is relative to ``root``."""
     frames = FrameStore(frames_index, frames_dir)
     texts = {row.id: (row.description or "", row.error) for row in descriptions.itertuples(index=False)}
-    seed = int(infer_params["seed"])
-    protocol = str(infer_params.get("protocol", "official"))
-    chains = ("official",) if protocol == "official" else ("action", "sensible")
+    clips = [Clip(item.id, tuple(item.behaviors), tuple(item.justifications)) for item in items.itertuples(index=False)]
+    settings = list(infer.settings)
 
     rows: list[dict[str, Any]] = []
     with ExitStack() as stack:
-        cache = ResponseCache(cache_file(infer_params["cache_dir"]))
+        cache = ResponseCache(cache_file(root / infer.cache_dir))
         stack.callback(cache.close)
         futures = []
         runners = []
-        for spec in model_specs:
-            client = ModelClient.from_spec(spec, cache, cache_only=cache_only())
+        for model in models:
+            client = ModelClient.from_spec(model, cache, cache_only=cache_only())
             stack.callback(client.close)
-            runner = Runner(spec, client, frames, texts, seed, protocol)
+            runner = Runner(model, client, frames, texts, infer.seed, protocol)
             runners.append(runner)
             usable = [s for s in settings if s != "video" or client.backend.supports_images]
             for skipped in sorted(set(settings) - set(usable)):
                 print(
-                    f"infer: {spec['name']} ({spec['backend']}) skips the {skipped} setting (no image input)",
+                    f"infer: {model.name} ({model.backend}) skips the {skipped} setting (no image input)",
                     file=sys.stderr,
                 )
             # twice as many threads as call slots: while one thread builds its next request or writes the
             # cache, another already holds the freed slot; the limiter alone bounds the calls in flight
             workers = 2 * client.backend.concurrency
-            pool = stack.enter_context(call_pool(workers, f"infer-{spec['name']}"))
-            for chain in chains:  # egoeval: two-call conversations first, a shorter tail at the end
-                for item in items.itertuples(index=False):
+            pool = stack.enter_context(call_pool(workers, f"infer-{model.name}"))
+            for kind in protocol.conversations:
+                for clip in clips:
                     for setting in usable:
-                        work = Conversation(item.id, tuple(item.behaviors), tuple(item.justifications), setting, chain)
-                        futures.append(pool.submit(runner.run, work))
+                        futures.append(pool.submit(runner.run, Conversation(clip, setting, kind)))
         with tqdm(total=len(futures), desc="infer", unit="conversation", file=sys.stderr) as bar:
             for future in as_completed(futures):
                 rows.extend(future.result())
@@ -239,7 +151,7 @@ def run_inference(
         for runner in runners:
             client = runner.client
             print(
-                f"infer: {runner.spec['name']}: {client.calls} calls, {client.hits} cache hits, "
+                f"infer: {runner.model.name}: {client.calls} calls, {client.hits} cache hits, "
                 f"limit {client.limiter.limit}/{client.limiter.max_limit}",
                 file=sys.stderr,
             )
@@ -272,19 +184,22 @@ class InferenceInputs(NamedTuple):
     frames_index: pd.DataFrame
     frames_dir: Path
     descriptions: pd.DataFrame
-    model_specs: list[dict[str, Any]]
-    infer_params: dict[str, Any]
+    models: list[ModelSpec]
+    infer: InferSettings
+    protocol: Protocol
+    root: Path
 
 
 def inference_inputs(root: Path = Path(".")) -> InferenceInputs:
     """``run_inference``'s arguments as the infer stage reads them under ``root``."""
-    params = benchmark_settings("egonormia", root / PARAMS_FILE)
-    infer = params.infer.model_dump()
+    settings: EgoNormiaSettings = benchmark_settings("egonormia", root / PARAMS_FILE)
     return InferenceInputs(
         read_items(root / ITEMS),
         read_table(root / FRAMES / "index.parquet", ["id", "image", "error"]),
         root / FRAMES,
         read_table(root / DESCRIPTIONS, ["id", "description", "error"]),
-        [params.model.model_dump(), *(model.model_dump() for model in params.baselines)],
-        {**infer, "cache_dir": str(root / infer["cache_dir"]), "protocol": params.protocol},
+        [settings.model, *settings.baselines],
+        settings.infer,
+        registry()[settings.protocol],
+        root,
     )

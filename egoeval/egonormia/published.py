@@ -35,7 +35,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from egoeval.egonormia.artifacts import setting_of
+from egoeval.egonormia.result_names import setting_of
 from egoeval.egonormia.scoring import score_official
 from egoeval.errors import InputError
 from egoeval.io import write_json

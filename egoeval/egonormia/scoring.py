@@ -16,11 +16,9 @@ Conventions (the benchmark card's recipe; see FORMATS.md):
 - norm categories: an item belongs to every category of its *correct* option (``taxonomy[correct_idx]``);
   an item whose correct answer is the empty "None" slot has no categories and is in no category's count.
 
-Under the official protocol n is the official scorer's (``compute_scores_final.py``, the newest version on the
-default branch, commit 2019f27): an item whose action or justification call failed is left out altogether
-(``official_excluded``), and an item whose sensible answer and gold are both empty is left out of n while its
-action and justification stay in the sums (the scorer's ``except`` catches the division by zero after adding
-them: ``official_uncounted``). So a metric is its sum over the items scored divided by the items counted.
+A protocol may leave items out (``egoeval.egonormia.protocols``: the official one counts as the official scorer
+does): an item left out of n altogether is not scored, and one only ``uncounted`` stays in the sums but not in n.
+So a metric is its sum over the items scored divided by the items counted.
 """
 
 from __future__ import annotations
@@ -44,7 +42,7 @@ class Outcomes:
     action: np.ndarray  # bool: predicted action == correct_idx
     justification: np.ndarray  # bool: predicted justification == correct_idx
     sensible_iou: np.ndarray  # float in [0, 1]
-    counted: np.ndarray | None = None  # bool: the item is in n (None: every item; see official_uncounted)
+    counted: np.ndarray | None = None  # bool: the item is in n (None: every item; see Protocol.uncounted)
 
     @property
     def both(self) -> np.ndarray:
@@ -101,24 +99,6 @@ def outcomes(
         justification=np.asarray(justification, dtype=np.int64) == correct,
         sensible_iou=set_iou(option_masks(sensible, n_options), option_masks(sensible_gold, n_options)),
     )
-
-
-def official_excluded(predictions: Any) -> Any:
-    """Prediction rows the official accounting leaves out of n (a boolean Series): protocol ``official`` and a
-    failed action or justification call (the official code records ``[-2, -2]`` and drops the item)."""
-    failed = predictions["action_error"].str.startswith(CALL_FAILED) | predictions[
-        "justification_error"
-    ].str.startswith(CALL_FAILED)
-    return (predictions["protocol"] == "official") & failed
-
-
-def official_uncounted(predictions: Any, sensible_gold: Sequence[Sequence[int]]) -> Any:
-    """Prediction rows the official scorer leaves out of n but keeps in the action and justification sums (a boolean
-    Series): protocol ``official``, a usable sensible answer that is empty, and an empty gold list (the scorer's
-    IoU divides by zero there; its ``except`` skips the count after the sums)."""
-    empty_answer = (predictions["sensible_error"] == "") & (predictions["sensible"].map(len) == 0)
-    empty_gold = np.array([len(gold) == 0 for gold in sensible_gold], dtype=bool)
-    return (predictions["protocol"] == "official") & empty_answer & empty_gold
 
 
 def point_estimates(result: Outcomes) -> dict[str, float]:

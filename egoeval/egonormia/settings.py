@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
+from egoeval.egonormia.result_names import results_key
 from egoeval.settings import (
     Fraction,
     NonEmptyStr,
@@ -18,8 +19,9 @@ from egoeval.settings import (
 )
 
 Setting = Literal["blind", "pipeline", "video"]
-Backend = Literal["openai", "random", "minilm"]
-Protocol = Literal["official", "egoeval"]
+Backend = Literal["openai", "random", "minilm"]  # egoeval.backends.BACKENDS
+IMAGE_BACKENDS = ("openai", "random")  # the backends that take image input (``supports_images``)
+ProtocolName = Literal["official", "egoeval"]  # egoeval.egonormia.protocols.registry()
 # The largest image side any supported endpoint accepts: Anthropic's API rejects images over 8,000 px a side
 # (OpenAI and Gemini resize large images instead of refusing them); JPEG itself stops at 65,535 px.
 MAX_IMAGE_SIDE = 8000
@@ -45,6 +47,22 @@ class FetchSettings(Section):
     hf_repo: NonEmptyStr
     hf_revision: Annotated[str, Field(pattern=r"^[0-9a-f]{40}$")] | None
     split: Literal["full", "verified"]
+
+    @model_validator(mode="after")
+    def _hub_source_pinned(self) -> FetchSettings:
+        if self.source != "huggingface":
+            return self
+        if self.dataset != "egonormia":
+            raise ValueError(
+                f"dataset {self.dataset!r} is not in the Hugging Face repository; its items are in the official "
+                "GitHub folder src/final_dataset: use source local"
+            )
+        if self.hf_revision is None or set(self.hf_revision) == {"0"}:
+            raise ValueError(
+                "source huggingface: hf_revision must pin a commit: 40 hex digits, not a branch, tag or placeholder; "
+                f"got {self.hf_revision!r}"
+            )
+        return self
 
 
 class FramesSettings(Section):
@@ -147,7 +165,7 @@ class ReportSettings(Section):
 
 
 class EgoNormiaSettings(Section):
-    protocol: Protocol  # official: the official eval_api.py request for request; egoeval: ours (see README)
+    protocol: ProtocolName  # official: the official eval_api.py request for request; egoeval: ours (see README)
     sample: SampleSettings
     fetch: FetchSettings
     frames: FramesSettings
@@ -164,4 +182,16 @@ class EgoNormiaSettings(Section):
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
             raise ValueError(f"model names must be unique across model and baselines; {twice[0]!r} appears twice")
+        for setting in self.infer.settings:  # the official results' name of every run, before any call is paid for
+            for name in names:
+                results_key(setting, name)
+        return self
+
+    @model_validator(mode="after")
+    def _describer_sees_images(self) -> EgoNormiaSettings:
+        if self.describe.source == "model" and self.model.backend not in IMAGE_BACKENDS:
+            raise ValueError(
+                f"describe.source 'model' needs a vision-language model; model.backend {self.model.backend!r} cannot "
+                "see images"
+            )
         return self

@@ -28,8 +28,9 @@ from egoeval.egonormia.artifacts import (
     Unavailable,
     read_table,
 )
-from egoeval.egonormia.prompts import describe_request
-from egoeval.errors import InputError, TransientFailure
+from egoeval.egonormia.protocols.egoeval import describe_request
+from egoeval.egonormia.settings import EgoNormiaSettings, ModelSpec
+from egoeval.errors import TransientFailure
 from egoeval.io import write_parquet
 from egoeval.settings import benchmark_settings
 from egoeval.stage import run_stage
@@ -45,20 +46,12 @@ def from_dataset(items: pd.DataFrame) -> pd.DataFrame:
     return table[COLUMNS].sort_values("id", ignore_index=True)
 
 
-def from_model(
-    items: pd.DataFrame, frames: FrameStore, model_spec: dict[str, Any], cache: ResponseCache
-) -> pd.DataFrame:
-    """Ask the model for a description of every clip's frames; failures are recorded, not raised."""
-    client = ModelClient.from_spec(model_spec, cache, cache_only=cache_only())
-    if not client.backend.supports_images:
-        client.close()
-        raise InputError(
-            "params.yaml",
-            f"egonormia.model backend {model_spec['backend']!r} cannot see images; "
-            "describe.source 'model' needs a vision-language model",
-        )
-    decoding = Decoding.from_spec(model_spec)
-    source = f"model:{model_spec['name']}"
+def from_model(items: pd.DataFrame, frames: FrameStore, model: ModelSpec, cache: ResponseCache) -> pd.DataFrame:
+    """Ask the model (one that sees images: the settings see to it) for a description of every clip's frames;
+    failures are recorded, not raised."""
+    client = ModelClient.from_spec(model, cache, cache_only=cache_only())
+    decoding = Decoding.from_spec(model)
+    source = f"model:{model.name}"
 
     def describe(clip_id: str) -> dict[str, Any]:
         try:
@@ -88,23 +81,19 @@ def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(description=__doc__).parse_args(argv)
 
     def run() -> None:
-        settings = benchmark_settings("egonormia")
-        describe = settings.describe.model_dump()
-        source = describe["source"]
+        settings: EgoNormiaSettings = benchmark_settings("egonormia")
+        source = settings.describe.source
         items = read_table(ITEMS, ["id"])
         if source == "dataset":
             table = from_dataset(items)
-        elif source == "model":
+        else:
             frames = FrameStore(read_table(FRAMES / "index.parquet", ["id", "image", "error"]), FRAMES)
             with ResponseCache(cache_file(settings.infer.cache_dir)) as cache:
-                table = from_model(items, frames, settings.model.model_dump(), cache)
+                table = from_model(items, frames, settings.model, cache)
             failed = table[table["error"] != ""]
-            limit = float(describe["max_failure_rate"])
-            if len(table) and len(failed) / len(table) > limit:
+            if len(table) and len(failed) / len(table) > settings.describe.max_failure_rate:
                 named = "; ".join(f"{r.id}: {r.error}" for r in failed.head(20).itertuples())
                 raise TransientFailure(f"{len(failed)} of {len(table)} descriptions failed; nothing written: {named}")
-        else:
-            raise InputError("params.yaml", f"egonormia.describe.source must be dataset or model, not {source!r}")
         write_parquet(DESCRIPTIONS, table)
         for row in table[table["error"] != ""].itertuples():
             print(f"describe: {row.id}: {row.error}", file=sys.stderr)

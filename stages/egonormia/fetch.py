@@ -37,7 +37,6 @@ import shutil
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 from tqdm import tqdm
@@ -54,17 +53,17 @@ from egoeval.egonormia.schema import (
     select_split,
     write_items,
 )
+from egoeval.egonormia.settings import FetchSettings
 from egoeval.errors import InputError
 from egoeval.io import PARAMS_FILE, atomic_write_text, data_file, data_roots, replaced_dir, sha256_file, verify_manifest
 from egoeval.settings import benchmark_settings
 from egoeval.stage import run_stage
 
 
-def _folders(params: dict[str, Any]) -> tuple[Path, Path]:
+def _folders(settings: FetchSettings) -> tuple[Path, Path]:
     """(items folder, media folder) of a local or sample source."""
-    folder = Path(params["path"])
-    media = params.get("media_path")
-    return folder, Path(media) if media else folder
+    folder = Path(settings.path)
+    return folder, Path(settings.media_path) if settings.media_path else folder
 
 
 def _check_pinned(manifest: Path, folder: Path, names: list[str]) -> None:
@@ -81,22 +80,22 @@ def _log_notes(notes: Counter, where: Path) -> None:
         print(f"fetch: {where}: {count} rows: {note}", file=sys.stderr)
 
 
-def fetch(params: dict[str, Any], out_dir: str | Path) -> pd.DataFrame:
+def fetch(settings: FetchSettings, out_dir: str | Path) -> pd.DataFrame:
     """Fetch, verify and normalize the items and media into out_dir; return the items table."""
     out_dir = Path(out_dir)
-    dataset = params.get("dataset", "egonormia")
+    dataset = settings.dataset
     notes: Counter = Counter()
-    if params["source"] == "huggingface":
-        folder, media, items = download_hf(params, notes)
+    if settings.source == "huggingface":
+        folder, media, items = download_hf(settings, notes)
     else:
-        folder, media = _folders(params)
-        manifest = Path(params["manifest"])
+        folder, media = _folders(settings)
+        manifest = Path(settings.manifest)
         _check_pinned(manifest, folder, item_files(folder, dataset))
-        items = select_split(read_folder(folder, dataset, notes), params["split"], folder)
+        items = select_split(read_folder(folder, dataset, notes), settings.split, folder)
     where = folder / items_file(folder, dataset)
     roots = (*data_roots(folder), *data_roots(media))  # a folder may link into the other (the params name both)
     media_of = clip_media(media, items, where, roots)
-    if params["source"] != "huggingface":
+    if settings.source != "huggingface":
         _check_pinned(manifest, media, sorted(n for found in media_of.values() for n in found.values() if n))
     _log_notes(notes, folder)
     with replaced_dir(out_dir) as work:
@@ -149,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
             names = write_folder_manifest(args.write_manifest, args.manifest, args.media)
             print(f"pinned {len(names)} files of {args.write_manifest}", file=sys.stderr)
             return
-        items = fetch(benchmark_settings("egonormia").fetch.model_dump(), FETCHED)
+        items = fetch(benchmark_settings("egonormia").fetch, FETCHED)
         with_video, with_strip = int((items["video"] != "").sum()), int((items["strip"] != "").sum())
         print(
             f"fetched {len(items)} clips ({with_video} with a context video, {with_strip} with a frames strip) "

@@ -16,6 +16,7 @@ import sys
 
 from egoeval.egonormia.artifacts import FETCHED, FRAMES, ITEMS, read_table
 from egoeval.egonormia.frames import extract_frames
+from egoeval.egonormia.settings import FramesSettings
 from egoeval.io import replaced_dir, write_parquet
 from egoeval.settings import benchmark_settings
 from egoeval.stage import run_stage
@@ -25,10 +26,10 @@ def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(description=__doc__).parse_args(argv)
 
     def run() -> None:
-        params = benchmark_settings("egonormia").frames.model_dump()
+        settings: FramesSettings = benchmark_settings("egonormia").frames
         items = read_table(ITEMS, ["id", "video", "strip"])
         with replaced_dir(FRAMES) as work:
-            index = extract_frames(items, FETCHED, work, params)
+            index = extract_frames(items, FETCHED, work, settings)
             write_parquet(work / "index.parquet", index)
         failed = index[index["error"] != ""]
         for row in failed.itertuples(index=False):

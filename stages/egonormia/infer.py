@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     def run() -> None:
         inputs = inference_inputs()
         responses = run_inference(*inputs)
-        check_failures(responses, float(inputs.infer_params["max_failure_rate"]))
+        check_failures(responses, inputs.infer.max_failure_rate)
         write_parquet(RESPONSES, responses)
         failed = int((responses["error"] != "").sum())
         print(f"infer: {len(responses) - failed} of {len(responses)} answers, written to {RESPONSES}", file=sys.stderr)

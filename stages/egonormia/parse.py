@@ -9,20 +9,17 @@ id × setting × model × subtask). Outputs:
   (sorted stored indices, empty when unusable) and action_error, justification_error, sensible_error ("" when
   fine, "call failed: <error>" or "parse: <reason>").
 
-How answers are read depends on the protocol the responses were asked under (their ``protocol`` column):
-``egoeval`` reads ``Answer:`` lines (``egoeval.egonormia.answers``); ``official`` reads as the official code does
-(``egoeval.egonormia.official``: the last integer, the last bracketed list) and couples action and
-justification: when either is invalid, both are wrong. Under ``official`` a refusal or an empty completion is an
-invalid answer (the official code gets ``None`` and records it as invalid), not a failed call.
+How answers are read is the protocol's the responses were asked under (their ``protocol`` column,
+``egoeval.egonormia.protocols``): ``egoeval`` reads ``Answer:`` lines; ``official`` reads as the official code does
+(the last integer, the last bracketed list) and couples action and justification: when either is invalid, both
+are wrong; a refusal or an empty completion is an invalid answer there, not a failed call.
 - data/egonormia/predictions_eval.json: the same predictions in the official eval-JSON layout, under the official
-  results' names (``artifacts.results_key``: ``blind_<model>``, ``desc_<model>`` for the pipeline setting, the bare
+  results' names (``result_names.results_key``: ``blind_<model>``, ``desc_<model>`` for the pipeline setting, the bare
   name for video), so the official scorer files each run where the published ones are and gives exactly our
-  stage's numbers. Under ``official`` the entries are what the official code records: an item whose action or
-  justification call failed is left out of that model key, an unusable sensible answer is ``[-1, -1]`` (invalid)
-  or ``[-2, -2]`` (a failed call), an empty one is ``[]`` (with an empty gold list the scorer leaves the item out
-  of n). Under ``egoeval`` every clip carries every model key (n is every item), -1 never equals a correct index,
-  and ``"sensible": {}`` (which the scorer counts as 0) stands for an unusable sensible answer and for an empty
-  answer to an empty gold set, where our IoU is 0 too.
+  stage's numbers. An item the protocol leaves out of n is left out of that model key; the sensible entry is the
+  protocol's (``official``: what the official code records, ``[-1, -1]`` for an invalid answer, ``[-2, -2]`` for a
+  failed call; ``egoeval``: ``{}``, which the scorer counts as 0, for an unusable answer and for an empty answer
+  to an empty gold set, where our IoU is 0 too); -1 never equals a correct index.
 """
 
 from __future__ import annotations
@@ -36,12 +33,9 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from egoeval.egonormia import official
-from egoeval.egonormia.answers import ParseFailure, parse_multi, parse_single
 from egoeval.egonormia.artifacts import (
     EVAL_JSON,
     ITEMS,
-    NOT_SENT,
     PREDICTION_COLUMNS,
     PREDICTION_SCHEMA,
     PREDICTIONS,
@@ -50,11 +44,12 @@ from egoeval.egonormia.artifacts import (
     SUBTASKS,
     read_table,
     require_columns,
-    results_key,
 )
-from egoeval.egonormia.scoring import CALL_FAILED, PARSE_FAILED, official_excluded
+from egoeval.egonormia.protocols import recorded
+from egoeval.egonormia.result_names import results_key
+from egoeval.egonormia.scoring import CALL_FAILED, PARSE_FAILED
 from egoeval.errors import InputError
-from egoeval.io import PARAMS_FILE, json_bytes, outputs_together, parquet_bytes, read_parquet
+from egoeval.io import json_bytes, outputs_together, parquet_bytes, read_parquet
 from egoeval.stage import run_stage
 
 ITEM_COLUMNS = ("id", "behaviors", "justifications", "correct_idx", "sensible_idx")
@@ -83,7 +78,7 @@ def parse_responses(
     mixed = [f"{setting}/{model}" for (setting, model), seen in protocols.items() if len(seen) != 1]
     if mixed:
         raise InputError(responses_path, f"{mixed[0]} mixes protocols {sorted(protocols[mixed[0]])}")
-    protocol_of = {pair: str(seen[0]) for pair, seen in protocols.items()}
+    protocol_of = {pair: recorded(seen[0], responses_path) for pair, seen in protocols.items()}
     duplicated = keys.duplicated()
     if duplicated.any():
         raise InputError(
@@ -111,18 +106,16 @@ def parse_responses(
         perm = [] if permutation is None else [int(p) for p in permutation]
         if sorted(perm) != list(range(len(shown))):
             raise InputError(responses_path, f"permutation {perm} does not reorder {len(shown)} options", row=row)
-        if protocol_of[(key.setting, key.model)] == "official":
-            value, reason = _read_official(key.subtask, response, error)
-        else:
-            value, reason = _read(key.subtask, response, error, perm, shown)
+        text = response if isinstance(response, str) else None
+        failed = error if isinstance(error, str) else ""
+        value, reason = protocol_of[(key.setting, key.model)].read(key.subtask, text, failed, perm, shown)
         cell = grid[(key.id, key.setting, key.model)]
         cell[key.subtask], cell[f"{key.subtask}_error"] = value, reason
     records = []
     for (clip, setting, model), cell in grid.items():
         protocol = protocol_of[(setting, model)]
-        if protocol == "official":
-            _couple(cell)
-        records.append({"id": clip, "setting": setting, "model": model, "protocol": protocol, **cell})
+        protocol.settle(cell)
+        records.append({"id": clip, "setting": setting, "model": model, "protocol": protocol.name, **cell})
     table = pd.DataFrame.from_records(records, columns=list(PREDICTION_COLUMNS))
     table = table.astype({"action": "int64", "justification": "int64"})
     return table.sort_values(["setting", "model", "id"], ignore_index=True)
@@ -137,86 +130,30 @@ def _unanswered() -> dict[str, Any]:
     }
 
 
-def _read(subtask: str, response: Any, error: Any, perm: list[int], shown: list[str]) -> tuple[Any, str]:
-    """(chosen stored index or indices, failure reason) for one response."""
-    unusable = [] if subtask == "sensible" else -1
-    if isinstance(error, str) and error:
-        return unusable, CALL_FAILED + error
-    text = response if isinstance(response, str) else None
-    try:
-        if subtask == "sensible":
-            return parse_multi(text, perm, shown), ""
-        return parse_single(text, perm, shown), ""
-    except ParseFailure as failure:
-        return unusable, PARSE_FAILED + failure.reason
-
-
-def _read_official(subtask: str, response: Any, error: Any) -> tuple[Any, str]:
-    """(stored index or indices, failure reason) for one response, read as the official code reads it."""
-    unusable = [] if subtask == "sensible" else -1
-    if isinstance(error, str) and error:
-        if error.startswith(NOT_SENT + "the action answer is invalid"):
-            return unusable, PARSE_FAILED + "not asked: the action answer is invalid"
-        if official.no_content(error):
-            return unusable, PARSE_FAILED + f"official: no content ({error})"
-        return unusable, CALL_FAILED + error
-    text = response if isinstance(response, str) else None
-    if subtask != "sensible":
-        choice = official.extract_single(text)
-        if choice is None:
-            return -1, PARSE_FAILED + "official: the last integer is not 1-5"
-        return choice, ""
-    try:
-        chosen = official.extract_multi(text)
-    except official.OfficialError as failure:
-        return [], CALL_FAILED + f"official: {failure}"
-    if chosen is None:
-        return [], PARSE_FAILED + "official: no readable [...] list"
-    return sorted(set(chosen)), ""
-
-
-def _couple(cell: dict[str, Any]) -> None:
-    """The official coupling: an unusable action or justification makes both wrong."""
-    reasons = (cell["action_error"], cell["justification_error"])
-    if any(reasons):
-        cell["action"], cell["justification"] = -1, -1
-        for subtask, other in (("action", "justification"), ("justification", "action")):
-            if not cell[f"{subtask}_error"]:
-                cell[f"{subtask}_error"] = PARSE_FAILED + f"official coupling: the {other} answer is unusable"
-
-
-def eval_json(items: pd.DataFrame, predictions: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    """The predictions in the official eval-JSON layout (see the module docstring for what each entry means)."""
+def eval_json(items: pd.DataFrame, predictions: pd.DataFrame, source: Path = RESPONSES) -> dict[str, dict[str, Any]]:
+    """The predictions in the official eval-JSON layout (see the module docstring for what each entry means);
+    ``source`` is the table the model names come from."""
     gold = {
         str(item.id): (int(item.correct_idx), sorted(int(i) for i in item.sensible_idx))
         for item in items.itertuples(index=False)
     }
     layout: dict[str, dict[str, Any]] = {clip: {} for clip in sorted(gold)}
-    excluded = official_excluded(predictions).to_numpy()
-    keys: dict[tuple[str, str], str] = {}
-    for row, left_out in zip(predictions.itertuples(index=False), excluded, strict=True):
-        if left_out:
-            continue
-        if (row.setting, row.model) not in keys:
-            try:
-                keys[(row.setting, row.model)] = results_key(row.setting, row.model)
-            except ValueError as error:
-                raise InputError(PARAMS_FILE, str(error)) from None
-        correct, sensible_gold = gold[row.id]
-        sensible = [int(i) for i in row.sensible]
-        if row.protocol == "official":
-            failed = {CALL_FAILED: [-2, -2], PARSE_FAILED: [-1, -1]}
-            answer = next(
-                (value for prefix, value in failed.items() if row.sensible_error.startswith(prefix)), sensible
-            )
-            entry = {"results": answer, "correct": sensible_gold}
-        else:
-            usable = row.sensible_error == "" and bool(sensible or sensible_gold)
-            entry = {"results": sensible, "correct": sensible_gold} if usable else {}
-        layout[row.id][keys[(row.setting, row.model)]] = {
-            "best": {"results": [int(row.action), int(row.justification)], "correct": [correct, correct]},
-            "sensible": entry,
-        }
+    for (setting, model), group in predictions.groupby(["setting", "model"], sort=True):
+        protocol = recorded(group["protocol"].iloc[0], source)
+        try:
+            key = results_key(str(setting), str(model))
+        except ValueError as error:
+            raise InputError(source, str(error)) from None
+        excluded = protocol.excluded(group)
+        for row, left_out in zip(group.itertuples(index=False), excluded, strict=True):
+            if left_out:
+                continue
+            correct, sensible_gold = gold[row.id]
+            sensible = [int(i) for i in row.sensible]
+            layout[row.id][key] = {
+                "best": {"results": [int(row.action), int(row.justification)], "correct": [correct, correct]},
+                "sensible": protocol.sensible_entry(sensible, row.sensible_error, sensible_gold),
+            }
     return layout
 
 

@@ -43,6 +43,7 @@ import numpy as np
 from tqdm import tqdm
 
 from egoeval.egonormia.schema import read_official_json, source_files
+from egoeval.egonormia.settings import SampleSettings
 from egoeval.errors import InputError
 from egoeval.io import write_manifest
 from egoeval.settings import benchmark_settings
@@ -353,17 +354,15 @@ def render_video(spec: dict[str, Any], path: Path, seconds: float, fps: int, wid
     os.replace(tmp, path)
 
 
-def render_sample(clips_path: str | Path, out_dir: str | Path, params: dict[str, Any]) -> list[Path]:
+def render_sample(clips_path: str | Path, out_dir: str | Path, settings: SampleSettings) -> list[Path]:
     """Render every clip's video into out_dir (stale mp4s removed); return the written paths."""
-    if params["seconds"] < 5:
-        raise InputError("params.yaml", f"egonormia.sample.seconds must be at least 5, got {params['seconds']}")
     specs = load_specs(clips_path)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for clip_id, spec in tqdm(specs.items(), desc="render sample", unit="clip", file=sys.stderr):
         path = out_dir / f"{clip_id}.mp4"
-        render_video(spec, path, params["seconds"], params["fps"], params["width"], params["height"])
+        render_video(spec, path, settings.seconds, settings.fps, settings.width, settings.height)
         written.append(path)
     for stale in set(out_dir.glob("*.mp4")) - set(written):
         stale.unlink()
@@ -394,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
             names = write_sample_manifest()
             print(f"wrote {MANIFEST} ({len(names)} files)", file=sys.stderr)
         else:
-            written = render_sample(CLIPS_FILE, VIDEOS_DIR, benchmark_settings("egonormia").sample.model_dump())
+            written = render_sample(CLIPS_FILE, VIDEOS_DIR, benchmark_settings("egonormia").sample)
             print(f"rendered {len(written)} videos into {VIDEOS_DIR}", file=sys.stderr)
 
     return run_stage(body, benchmark="egonormia")

@@ -3,10 +3,10 @@
 metrics/egonormia.json: ``{setting: {model: {protocol, excluded, action, justification, both, sensible_iou
 (percent), n, coverage, parse_failure_rate, call_failure_rate (shares 0-1), ci95: {metric: [low, high]},
 verified: {the same for the verified split; metrics null when it has no items}}}}``. ``protocol`` is the one the
-answers were asked under; under ``official`` n is the official scorer's (``egoeval.egonormia.scoring``): an item
-whose action or justification call failed is left out, and one whose sensible answer and gold are both empty is not
-counted in n though its action and justification stay in the sums; ``excluded`` counts both. Under ``egoeval``
-every item stays in n.
+answers were asked under, and it says which items count (``egoeval.egonormia.protocols``): under ``official`` n is
+the official scorer's, an item whose action or justification call failed is left out, and one whose sensible answer
+and gold are both empty is not counted in n though its action and justification stay in the sums; ``excluded``
+counts both. Under ``egoeval`` every item stays in n.
 plots/egonormia/categories.csv: action accuracy
 (percent) per setting, model and norm category of the correct option. The math lives in
 egoeval.egonormia.scoring; every (setting, model) pair must cover every item (the parse stage sees to it).
@@ -32,14 +32,9 @@ from egoeval.egonormia.artifacts import (
     read_table,
     require_columns,
 )
-from egoeval.egonormia.scoring import (
-    Outcomes,
-    category_accuracy,
-    official_excluded,
-    official_uncounted,
-    outcomes,
-    summarize,
-)
+from egoeval.egonormia.protocols import recorded
+from egoeval.egonormia.scoring import Outcomes, category_accuracy, outcomes, summarize
+from egoeval.egonormia.settings import ScoreSettings
 from egoeval.errors import InputError
 from egoeval.io import json_bytes, outputs_together, read_parquet
 from egoeval.settings import benchmark_settings
@@ -50,7 +45,7 @@ CATEGORY_COLUMNS = ["setting", "model", "category", "n", "accuracy"]
 
 
 def score(
-    items: pd.DataFrame, predictions: pd.DataFrame, params: dict[str, Any], predictions_path: Path = PREDICTIONS
+    items: pd.DataFrame, predictions: pd.DataFrame, settings: ScoreSettings, predictions_path: Path = PREDICTIONS
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """(metrics by setting and model, per-category table) for every (setting, model) pair in the predictions."""
     require_columns(items, ITEM_COLUMNS, ITEMS)
@@ -62,9 +57,9 @@ def score(
     verified = items["verified"].astype(bool).to_numpy()
     categories = [list(taxonomy[k]) for taxonomy, k in zip(items["taxonomy"], correct, strict=True)]
     sample = {
-        "samples": int(params["bootstrap_samples"]),
-        "seed": int(params["bootstrap_seed"]),
-        "confidence": float(params["confidence"]),
+        "samples": settings.bootstrap_samples,
+        "seed": settings.bootstrap_seed,
+        "confidence": settings.confidence,
     }
     metrics: dict[str, Any] = {}
     category_rows = []
@@ -77,8 +72,9 @@ def score(
         protocols = sorted(set(group["protocol"].astype(str)))
         if len(protocols) != 1:
             raise InputError(predictions_path, f"{setting}/{model} mixes protocols {protocols}")
-        kept = ~official_excluded(group).to_numpy()
-        counted = ~official_uncounted(group, gold_sets).to_numpy()
+        protocol = recorded(protocols[0], predictions_path)
+        kept = ~protocol.excluded(group)
+        counted = ~protocol.uncounted(group, gold_sets)
         result = outcomes(group["action"], group["justification"], list(group["sensible"]), correct, gold_sets)
         result = Outcomes(result.action, result.justification, result.sensible_iou, counted)
         errors = {subtask: group[f"{subtask}_error"].tolist() for subtask in SUBTASKS}
@@ -110,8 +106,8 @@ def main(argv: list[str] | None = None) -> int:
             items = read_table(ITEMS, list(ITEM_COLUMNS))
             if not PREDICTIONS.is_file():
                 raise InputError(PREDICTIONS, "file not found (run the parse stage first)")
-            params = benchmark_settings("egonormia").score.model_dump()
-            metrics, categories = score(items, read_parquet(PREDICTIONS), params)
+            settings: ScoreSettings = benchmark_settings("egonormia").score
+            metrics, categories = score(items, read_parquet(PREDICTIONS), settings)
             outputs.write(METRICS_FILE, json_bytes(metrics))
             outputs.write(CATEGORIES_FILE, categories.to_csv(index=False, lineterminator="\n").encode())
 

@@ -399,7 +399,7 @@ def test_score_rejects_incomplete_predictions(workdir: Path) -> None:
 def test_verified_split_can_be_empty() -> None:
     items = example_items().assign(verified=False)
     predictions = parse_stage.parse_responses(items, example_responses())
-    metrics, _ = score_stage.score(
+    metrics, _, _ = score_stage.score(
         items, predictions, ScoreSettings(bootstrap_samples=10, bootstrap_seed=0, confidence=0.9)
     )
     verified = metrics["blind"]["modelA"]["verified"]

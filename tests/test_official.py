@@ -147,7 +147,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         responses = run_inference(items, index, frames, descriptions, models, infer, registry()["official"])
         bodies = [request.body for request in server.requests]
     predictions = parse_stage.parse_responses(items, responses)
-    metrics, _ = score_stage.score(
+    metrics, _, _ = score_stage.score(
         items, predictions, ScoreSettings(bootstrap_samples=20, bootstrap_seed=0, confidence=0.9)
     )
     images = {c: "data:image/jpeg;base64," + base64.b64encode(jpeg(k)).decode() for k, c in enumerate(items["id"])}

@@ -15,4 +15,5 @@ DETECTIONS = Path("data/egohumans/detections")  # detect: <mode>.parquet
 TRACKS = Path("data/egohumans/tracks")  # track: <tracker>-<mode>/<seq>.txt
 METRICS_FILE = Path("metrics/egohumans.json")
 SEQUENCES_PLOT = Path("plots/egohumans/sequences.csv")
+PAIRED_FILE = Path("plots/egohumans/paired.csv")  # paired comparisons of the trackers (egoeval.egohumans.paired)
 HEAD_SPEED_PLOT = Path("plots/egohumans/head_speed.csv")

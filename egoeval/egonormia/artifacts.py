@@ -25,6 +25,7 @@ PREDICTIONS = Path("data/egonormia/predictions.parquet")
 EVAL_JSON = Path("data/egonormia/predictions_eval.json")
 METRICS_FILE = Path("metrics/egonormia.json")
 CATEGORIES_FILE = Path("plots/egonormia/categories.csv")
+PAIRED_FILE = Path("plots/egonormia/paired.csv")  # paired comparisons (egoeval.egonormia.paired)
 
 RESPONSE_COLUMNS = (
     "id",

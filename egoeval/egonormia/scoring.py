@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from egoeval.paired import resamples as bootstrap_resamples
+
 METRICS = ("action", "justification", "both", "sensible_iou")
 CALL_FAILED = "call failed: "  # prefix of a failure reason: the model call failed or never happened
 PARSE_FAILED = "parse: "  # prefix of a failure reason: the call succeeded but no answer could be read
@@ -113,7 +115,7 @@ def bootstrap_ci(result: Outcomes, samples: int, seed: int, confidence: float) -
     resample that counts none of its items is left out)."""
     values = result.columns()
     n = values.shape[1]
-    resamples = np.random.default_rng(seed).integers(0, n, size=(samples, n))
+    resamples = bootstrap_resamples(n, samples, seed)
     counts = result.in_n[resamples].sum(axis=1)
     usable = counts > 0
     tail = (1.0 - confidence) / 2.0 * 100.0

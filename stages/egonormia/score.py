@@ -7,9 +7,10 @@ answers were asked under, and it says which items count (``egoeval.egonormia.pro
 the official scorer's, an item whose action or justification call failed is left out, and one whose sensible answer
 and gold are both empty is not counted in n though its action and justification stay in the sums; ``excluded``
 counts both. Under ``egoeval`` every item stays in n.
-plots/egonormia/categories.csv: action accuracy
-(percent) per setting, model and norm category of the correct option. The math lives in
-egoeval.egonormia.scoring; every (setting, model) pair must cover every item (the parse stage sees to it).
+plots/egonormia/categories.csv: action accuracy (percent) per setting, model and norm category of the correct
+option. plots/egonormia/paired.csv: every pair of models per setting and each model's video-minus-blind and
+pipeline-minus-blind gains (egoeval.egonormia.paired). The math lives in egoeval.egonormia.scoring; every
+(setting, model) pair must cover every item (the parse stage sees to it).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from egoeval.egonormia.artifacts import (
     CATEGORIES_FILE,
     ITEMS,
     METRICS_FILE,
+    PAIRED_FILE,
     PREDICTION_COLUMNS,
     PREDICTIONS,
     SETTINGS,
@@ -32,11 +34,13 @@ from egoeval.egonormia.artifacts import (
     read_table,
     require_columns,
 )
+from egoeval.egonormia.paired import Run, paired_table
 from egoeval.egonormia.protocols import recorded
 from egoeval.egonormia.scoring import Outcomes, category_accuracy, outcomes, summarize
 from egoeval.egonormia.settings import ScoreSettings
 from egoeval.errors import InputError
 from egoeval.io import json_bytes, outputs_together, read_parquet
+from egoeval.paired import csv_bytes
 from egoeval.settings import benchmark_settings
 from egoeval.stage import run_stage
 
@@ -45,9 +49,14 @@ CATEGORY_COLUMNS = ["setting", "model", "category", "n", "accuracy"]
 
 
 def score(
-    items: pd.DataFrame, predictions: pd.DataFrame, settings: ScoreSettings, predictions_path: Path = PREDICTIONS
-) -> tuple[dict[str, Any], pd.DataFrame]:
-    """(metrics by setting and model, per-category table) for every (setting, model) pair in the predictions."""
+    items: pd.DataFrame,
+    predictions: pd.DataFrame,
+    settings: ScoreSettings,
+    predictions_path: Path = PREDICTIONS,
+    split: str = "full",
+) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
+    """(metrics by setting and model, per-category table, paired comparisons) for every (setting, model) pair in
+    the predictions; ``split`` is the split the items are (egonormia.fetch.split)."""
     require_columns(items, ITEM_COLUMNS, ITEMS)
     require_columns(predictions, PREDICTION_COLUMNS, predictions_path)
     items = items.sort_values("id", ignore_index=True)
@@ -63,6 +72,7 @@ def score(
     }
     metrics: dict[str, Any] = {}
     category_rows = []
+    runs: dict[tuple[str, str], Run] = {}
     for (setting, model), group in predictions.groupby(["setting", "model"], sort=True):
         if setting not in SETTINGS:
             raise InputError(predictions_path, f"setting {setting!r} is not one of {', '.join(SETTINGS)}")
@@ -78,6 +88,9 @@ def score(
         result = outcomes(group["action"], group["justification"], list(group["sensible"]), correct, gold_sets)
         result = Outcomes(result.action, result.justification, result.sensible_iou, counted)
         errors = {subtask: group[f"{subtask}_error"].tolist() for subtask in SUBTASKS}
+        runs[str(setting), str(model)] = Run(
+            protocols[0], Outcomes(result.action, result.justification, result.sensible_iou, kept & counted)
+        )
         result, errors = result.subset(kept), _subset_errors(errors, kept)
         entry = {"protocol": protocols[0], "excluded": int((~(kept & counted)).sum())}
         entry |= summarize(result, errors, **sample)
@@ -88,7 +101,8 @@ def score(
         for category, n, accuracy in category_accuracy(result.action, kept_categories):
             category_rows.append((setting, model, category, n, accuracy))
     table = pd.DataFrame(category_rows, columns=CATEGORY_COLUMNS)
-    return metrics, table.sort_values(["setting", "model", "category"], ignore_index=True)
+    paired = paired_table(runs, verified, split, settings)
+    return metrics, table.sort_values(["setting", "model", "category"], ignore_index=True), paired
 
 
 def _subset_errors(errors: dict[str, list[str]], mask: np.ndarray) -> dict[str, list[str]]:
@@ -102,14 +116,16 @@ def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
 
     def run() -> None:
-        with outputs_together(METRICS_FILE, CATEGORIES_FILE) as outputs:
+        with outputs_together(METRICS_FILE, CATEGORIES_FILE, PAIRED_FILE) as outputs:
             items = read_table(ITEMS, list(ITEM_COLUMNS))
             if not PREDICTIONS.is_file():
                 raise InputError(PREDICTIONS, "file not found (run the parse stage first)")
-            settings: ScoreSettings = benchmark_settings("egonormia").score
-            metrics, categories = score(items, read_parquet(PREDICTIONS), settings)
+            params = benchmark_settings("egonormia")
+            predictions = read_parquet(PREDICTIONS)
+            metrics, categories, paired = score(items, predictions, params.score, split=params.fetch.split)
             outputs.write(METRICS_FILE, json_bytes(metrics))
             outputs.write(CATEGORIES_FILE, categories.to_csv(index=False, lineterminator="\n").encode())
+            outputs.write(PAIRED_FILE, csv_bytes(paired))
 
     return run_stage(run, benchmark="egonormia")
 

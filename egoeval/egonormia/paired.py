@@ -1,0 +1,92 @@
+"""EgoNormia's paired comparisons (``plots/egonormia/paired.csv``; the statistics live in ``egoeval.paired``).
+
+Rows, for every split scored (the fetched split and, when it is ``full``, its ``verified`` subset):
+
+- every pair of models asked in the same setting under the same protocol (``setting`` = blind, pipeline or video;
+  ``model_a`` before ``model_b`` in case-insensitive order): action, justification and both by the exact McNemar
+  test, sensible IoU by the paired bootstrap's p-value; every metric's ``diff`` with its paired bootstrap interval;
+- per model, the gain of seeing the clip: ``setting`` = ``video-blind`` or ``pipeline-blind``, ``model_a`` =
+  ``model_b`` = the model, ``a`` its score in the first setting and ``b`` in ``blind``, by the same tests.
+
+``n`` is the clips both sides count (a protocol that leaves a clip out of n for either side leaves it out of the
+pair), so ``a`` and ``b`` can differ from ``metrics/egonormia.json`` where the two sides leave out different clips.
+The bootstrap draws ``egonormia.score.bootstrap_samples`` resamples from ``bootstrap_seed``: the same as the
+metrics' intervals on the same number of clips. ``p_holm``: Holm-adjusted within each (setting, split, metric).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+
+from egoeval.egonormia.scoring import Outcomes
+from egoeval.egonormia.settings import ScoreSettings
+from egoeval.paired import PairedRow, compare_binary, compare_continuous, resamples, with_holm
+
+BINARY = ("action", "justification", "both")
+GAINS = (("video", "blind"), ("pipeline", "blind"))
+
+
+@dataclass(frozen=True)
+class Run:
+    """One model on one setting, over every item: its outcomes (``counted``: the item is in its n) and protocol."""
+
+    protocol: str
+    outcomes: Outcomes
+
+
+def paired_table(
+    runs: dict[tuple[str, str], Run], verified: np.ndarray, split: str, settings: ScoreSettings
+) -> pd.DataFrame:
+    """Every comparison above as a table in ``egoeval.paired.COLUMNS`` order."""
+    splits = [(split, np.ones(len(verified), dtype=bool))]
+    if split == "full":
+        splits.append(("verified", np.asarray(verified, dtype=bool)))
+    rows: list[PairedRow] = []
+    for split_name, in_split in splits:
+        for setting in sorted({setting for setting, _ in runs}):
+            models = sorted((m for s, m in runs if s == setting), key=_name_order)
+            for model_a, model_b in combinations(models, 2):
+                a, b = runs[setting, model_a], runs[setting, model_b]
+                if a.protocol == b.protocol:
+                    rows += _compare(setting, split_name, (model_a, model_b), a, b, in_split, settings)
+        for first, second in GAINS:
+            for model in sorted({m for s, m in runs if s == first and (second, m) in runs}, key=_name_order):
+                a, b = runs[first, model], runs[second, model]
+                if a.protocol == b.protocol:
+                    rows += _compare(f"{first}-{second}", split_name, (model, model), a, b, in_split, settings)
+    return with_holm(rows)
+
+
+def _name_order(name: str) -> tuple[str, str]:
+    return name.casefold(), name
+
+
+def _compare(
+    setting: str,
+    split: str,
+    names: tuple[str, str],
+    run_a: Run,
+    run_b: Run,
+    in_split: np.ndarray,
+    settings: ScoreSettings,
+) -> list[PairedRow]:
+    a, b = run_a.outcomes, run_b.outcomes
+    units = in_split & a.in_n & b.in_n
+    n = int(units.sum())
+    if n == 0:
+        return []
+    indices = resamples(n, settings.bootstrap_samples, settings.bootstrap_seed)
+    a, b = a.subset(units), b.subset(units)
+    rows = [
+        compare_binary(
+            setting, split, metric, names, getattr(a, metric), getattr(b, metric), indices, settings.confidence
+        )
+        for metric in BINARY
+    ]
+    iou_a, iou_b = a.sensible_iou * 100.0, b.sensible_iou * 100.0
+    rows.append(compare_continuous(setting, split, "sensible_iou", names, iou_a, iou_b, indices, settings.confidence))
+    return rows

@@ -19,7 +19,6 @@ from dataclasses import astuple, dataclass, fields
 
 import numpy as np
 import pandas as pd
-from scipy.stats import binomtest
 
 MCNEMAR = "exact McNemar"
 BOOTSTRAP = "paired bootstrap"
@@ -59,6 +58,8 @@ def resamples(n: int, samples: int, seed: int) -> np.ndarray:
 
 def mcnemar_exact(a_only: int, b_only: int) -> float:
     """Two-sided exact McNemar p-value from the discordant counts (1.0 when there is none)."""
+    from scipy.stats import binomtest  # here: the modules that draw resamples only stay light to import
+
     discordant = int(a_only) + int(b_only)
     return 1.0 if discordant == 0 else float(binomtest(int(a_only), discordant, 0.5).pvalue)
 

@@ -11,7 +11,7 @@ import yaml
 from pydantic import AfterValidator, ConfigDict, Field, field_validator, model_validator
 
 from egoeval.io import relative_path_problem
-from egoeval.settings import Fraction, NonEmptyStr, NonNegativeInt, PositiveInt, Section, unique_list
+from egoeval.settings import BootstrapSettings, Fraction, NonEmptyStr, NonNegativeInt, PositiveInt, Section, unique_list
 
 DetectionMode = Literal["gt", "official", "file", "yolo"]
 
@@ -177,6 +177,10 @@ class ScoreSettings(Section):
     iou_threshold: Annotated[float, Field(gt=0, le=1)]
 
 
+class PairedSettings(BootstrapSettings):
+    """``egohumans.paired``: the paired bootstrap over sequences comparing the trackers (plots/egohumans/paired.csv)."""
+
+
 class CompareSettings(Section):
     """``egohumans.compare``: the published table and which of our runs stands beside which of its rows."""
 
@@ -197,5 +201,6 @@ class EgoHumansSettings(Section):
     detect: DetectSettings
     track: TrackSettings
     score: ScoreSettings
+    paired: PairedSettings
     compare: CompareSettings
     report: ReportSettings

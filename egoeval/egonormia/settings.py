@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from egoeval.egonormia.result_names import results_key
 from egoeval.settings import (
+    BootstrapSettings,
     Fraction,
     NonEmptyStr,
     NonNegativeFloat,
@@ -143,19 +144,8 @@ class InferSettings(Section):
     cache_dir: NonEmptyStr
 
 
-class ScoreSettings(Section):
-    """``egonormia.score``: bootstrap intervals."""
-
-    bootstrap_samples: Annotated[int, Field(ge=10)]
-    bootstrap_seed: NonNegativeInt
-    confidence: Fraction
-
-    @field_validator("confidence")
-    @classmethod
-    def _open_interval(cls, value: float) -> float:
-        if not 0 < value < 1:
-            raise ValueError("must lie strictly between 0 and 1 (e.g. 0.95)")
-        return value
+class ScoreSettings(BootstrapSettings):
+    """``egonormia.score``: bootstrap intervals (the metrics' and the paired comparisons')."""
 
 
 class ReportSettings(Section):

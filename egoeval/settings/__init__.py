@@ -53,6 +53,21 @@ class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
+class BootstrapSettings(Section):
+    """A benchmark's bootstrap: resamples drawn from a seed, intervals at a confidence level (egoeval.paired)."""
+
+    bootstrap_samples: Annotated[int, Field(ge=10)]
+    bootstrap_seed: NonNegativeInt
+    confidence: Fraction
+
+    @field_validator("confidence")
+    @classmethod
+    def _open_interval(cls, value: float) -> float:
+        if not 0 < value < 1:
+            raise ValueError("must lie strictly between 0 and 1 (e.g. 0.95)")
+        return value
+
+
 _CRON_FIELD = re.compile(r"^[\d*/,\-A-Za-z?LW#]+$")
 
 

@@ -9,7 +9,8 @@ every tracker x detection mode in params.yaml
 (one MOTChallenge file per ground-truth sequence). Writes ``metrics/egohumans.json`` (``{run: {"COMBINED": ...,
 "sequences": {seq: ...}}}``), ``plots/egohumans/sequences.csv`` (run, sequence, IDF1, MOTA, HOTA; one row per
 run and sequence plus a ``COMBINED`` row per run: the trackers side by side) and ``plots/egohumans/head_speed.csv``
-(run, head-speed bin, frames, IDF1, IDSW: see egoeval.egohumans.head_speed).
+(run, head-speed bin, frames, IDF1, IDSW: see egoeval.egohumans.head_speed) and ``plots/egohumans/paired.csv``
+(every pair of trackers per detection mode by a paired bootstrap over sequences: see egoeval.egohumans.paired).
 """
 
 from __future__ import annotations
@@ -18,10 +19,20 @@ import argparse
 
 import pandas as pd
 
-from egoeval.egohumans.artifacts import GT_DIR, HEAD_SPEED_PLOT, IMAGES, METRICS_FILE, SEQUENCES_PLOT, TRACKS
+from egoeval.egohumans.artifacts import (
+    GT_DIR,
+    HEAD_SPEED_PLOT,
+    IMAGES,
+    METRICS_FILE,
+    PAIRED_FILE,
+    SEQUENCES_PLOT,
+    TRACKS,
+)
 from egoeval.egohumans.head_speed import head_speed_table, head_speeds
+from egoeval.egohumans.paired import paired_table
 from egoeval.egohumans.scoring import read_runs, run_names, score_runs, sequence_table
 from egoeval.io import json_bytes, outputs_together, read_parquet
+from egoeval.paired import csv_bytes
 from egoeval.settings import benchmark_settings
 from egoeval.stage import run_stage
 
@@ -34,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
 
     def body() -> None:
-        with outputs_together(METRICS_FILE, SEQUENCES_PLOT, HEAD_SPEED_PLOT) as outputs:
+        with outputs_together(METRICS_FILE, SEQUENCES_PLOT, HEAD_SPEED_PLOT, PAIRED_FILE) as outputs:
             params = benchmark_settings("egohumans")
             gt, tracks = read_runs(GT_DIR, TRACKS, run_names(params))
             results = score_runs(gt, tracks, params.score)
@@ -43,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
             outputs.write(METRICS_FILE, json_bytes(results))
             outputs.write(SEQUENCES_PLOT, _csv(sequence_table(results)))
             outputs.write(HEAD_SPEED_PLOT, _csv(by_speed))
+            outputs.write(PAIRED_FILE, csv_bytes(paired_table(results, params)))
         for run, result in results.items():
             combined = result["COMBINED"]
             shown = "  ".join(f"{k} {combined.get(k) or float('nan'):.2f}" for k in ("HOTA", "IDF1", "MOTA"))

@@ -8,6 +8,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
+
+from egoeval.paired import formatted
 
 
 def esc(value: object) -> str:
@@ -29,3 +32,9 @@ def fmt(value: Any, digits: int = 1) -> str:
     if value is None or (isinstance(value, float) and not np.isfinite(value)):
         return "–"
     return f"{float(value):.{digits}f}"
+
+
+def paired_table(paired: pd.DataFrame) -> str:
+    """A paired.csv (``egoeval.paired``) as the report's table, with the model columns."""
+    header, *rows = formatted(paired, models=True)
+    return table(header, ([esc(cell) for cell in row] for row in rows), "paired")

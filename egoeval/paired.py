@@ -14,8 +14,10 @@ Every comparison is one ``PairedRow`` (the columns of ``plots/<benchmark>/paired
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import astuple, dataclass, fields
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -141,3 +143,92 @@ def csv_bytes(table: pd.DataFrame) -> bytes:
     for column in ("n_a_only", "n_b_only"):
         out[column] = out[column].astype("Int64")
     return out.to_csv(index=False, lineterminator="\n").encode()
+
+
+def read_paired(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """A paired.csv, checked: exactly ``COLUMNS`` (InputError naming the file otherwise)."""
+    from egoeval.errors import InputError
+    from egoeval.io import read_csv
+
+    if not Path(path).is_file():
+        raise InputError(path, "file not found (run the score stage first)")
+    table = read_csv(path)
+    if list(table.columns) != COLUMNS:
+        raise InputError(path, f"columns {list(table.columns)} are not {COLUMNS}")
+    for column in ("setting", "split", "metric", "model_a", "model_b", "test"):
+        table[column] = table[column].astype(str)
+    return table
+
+
+def oriented(table: pd.DataFrame, model_a: str, model_b: str) -> pd.DataFrame:
+    """The rows comparing ``model_a`` with ``model_b`` in either order, written as ``model_a`` minus ``model_b``."""
+    same = table[(table["model_a"] == model_a) & (table["model_b"] == model_b)]
+    swapped = table[(table["model_a"] == model_b) & (table["model_b"] == model_a)].copy()
+    swapped[["model_a", "model_b"]] = model_a, model_b
+    swapped[["a", "b"]] = swapped[["b", "a"]].to_numpy()
+    swapped["diff"] = 0.0 - swapped["diff"]  # 0.0 - x: no negative zero
+    swapped[["ci_low", "ci_high"]] = 0.0 - swapped[["ci_high", "ci_low"]].to_numpy()
+    swapped[["n_a_only", "n_b_only"]] = swapped[["n_b_only", "n_a_only"]].to_numpy()
+    return pd.concat([same, swapped]) if len(swapped) else same
+
+
+def formatted(table: pd.DataFrame, models: bool = False) -> list[list[str]]:
+    """The header and the rows as display strings (columns a, b, diff = a - b; with ``models``, model a and model b
+    after the metric): one decimal for percentages, p to 3 significant digits, blanks where a test has no
+    discordant counts; what the text table and the report show."""
+    header = [
+        "setting",
+        "split",
+        "metric",
+        *(["model a", "model b"] if models else []),
+        "n",
+        "a",
+        "b",
+        "diff",
+        "interval",
+        "a only",
+        "b only",
+        "p",
+        "p Holm",
+        "test",
+    ]
+    rows = [header]
+    for row in table.itertuples(index=False):
+        counts = ["" if pd.isna(v) else str(int(v)) for v in (row.n_a_only, row.n_b_only)]
+        rows.append(
+            [
+                row.setting,
+                row.split,
+                row.metric,
+                *([row.model_a, row.model_b] if models else []),
+                str(row.n),
+                f"{row.a:.1f}",
+                f"{row.b:.1f}",
+                _signed(row.diff),
+                f"[{_signed(row.ci_low)}, {_signed(row.ci_high)}]",
+                *counts,
+                f"{row.p_value:.3g}",
+                f"{row.p_holm:.3g}",
+                row.test,
+            ]
+        )
+    return rows
+
+
+def text_table(table: pd.DataFrame) -> str:
+    """The rows as an aligned text table (``formatted``), numbers right-aligned."""
+    rows = formatted(table)
+    header = rows[0]
+    widths = [max(len(r[k]) for r in rows) for k in range(len(header))]
+    text = {0, 1, 2, len(header) - 1}  # setting, split, metric and test are left-aligned
+    lines = ["  ".join(_cell(r[k], widths[k], k in text) for k in range(len(header))) for r in rows]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _cell(value: str, width: int, text: bool) -> str:
+    return value.ljust(width) if text else value.rjust(width)
+
+
+def _signed(value: float) -> str:
+    text = f"{value:+.1f}"
+    return "0.0" if text in ("+0.0", "-0.0") else text

@@ -18,12 +18,13 @@ from PIL import Image
 
 from egoeval.benchmarks import ReportPart, ReportSection
 from egoeval.charts import PALETTE, grouped_bars
-from egoeval.egohumans.artifacts import GT_DIR, IMAGES, METRICS_FILE, TRACKS
+from egoeval.egohumans.artifacts import GT_DIR, IMAGES, METRICS_FILE, PAIRED_FILE, TRACKS
 from egoeval.egohumans.disagreement import Disagreement, match_frame, most_disputed
 from egoeval.egohumans.published import PublishedTable, read_published
 from egoeval.errors import InputError
 from egoeval.io import data_roots, inside, read_json, read_parquet
-from egoeval.markup import data_uri, esc, fmt, table
+from egoeval.markup import data_uri, esc, fmt, paired_table, table
+from egoeval.paired import read_paired
 from egoeval.tracking.mot import read_mot, read_mot_folder
 
 TRACKING_METRICS = ("IDF1", "MOTA", "HOTA")
@@ -207,6 +208,20 @@ def disagreement_section(
     )
 
 
+def paired_section(paired: pd.DataFrame, protocol: str, confidence: float) -> str:
+    """``plots/egohumans/paired.csv`` as a table: every pair of trackers on the same detections and sequences."""
+    intro = (
+        f"<p>Trackers compared sequence by sequence (protocol {esc(protocol)}; <i>setting</i> = the detection mode "
+        "both ran on, <i>n</i> = sequences). <i>a</i> and <i>b</i> are the means of the per-sequence scores (each "
+        "sequence weighs the same), not the pooled figures above; <i>diff</i> = a − b in points with its "
+        f"{confidence:.0%} paired bootstrap interval over sequences, and the bootstrap's p-value, Holm-adjusted over "
+        "the pairs of each mode and metric. With a handful of sequences the bootstrap only reshuffles those few: "
+        "read its intervals and p-values as descriptive, not as evidence.</p>"
+    )
+    body = paired_table(paired) if len(paired) else "<p>Fewer than two trackers ran on any detection mode.</p>"
+    return f'<section id="egohumans-paired"><h2>EgoHumans paired comparisons</h2>{intro}{body}</section>'
+
+
 def report(root: Path, settings: Any) -> ReportPart:
     """EgoHumans' sections for the workspace at ``root`` (``settings``: the validated params.yaml)."""
     params = settings.egohumans
@@ -217,8 +232,10 @@ def report(root: Path, settings: Any) -> ReportPart:
         root, runs, params.report.frames, params.report.image_width, params.score.iou_threshold, params.fetch.path
     )
     runs_table = tracking_section(metrics, runs, published, dict(params.compare.published))
+    shown = (params.score.protocol, params.paired.confidence)
     sections = [
         ReportSection("egohumans-runs", "tracking", runs_table),
+        ReportSection("egohumans-paired", "paired", paired_section(read_paired(root / PAIRED_FILE), *shown)),
         ReportSection("egohumans-frames", "disagreements", frames),
     ]
     return ReportPart(sections, STYLE)

@@ -38,11 +38,22 @@ class EgoNormia(Benchmark):
         )
         parser.add_argument("--table", help="a bundled table by name (default: the primary one)")
         parser.add_argument("--map", action="append", default=[], metavar="OURS=PUBLISHED", help="a model name map")
+        parser.add_argument(
+            "--models",
+            nargs=2,
+            metavar=("A", "B"),
+            help="instead: A against B, paired, clip by clip (plots/egonormia/paired.csv: tests, intervals, gains)",
+        )
 
     def compare(self, metrics: Any, settings: Any, args: argparse.Namespace) -> str:
         from egoeval.egonormia.published import compare_report
         from egoeval.errors import InputError
 
+        if args.models:
+            from egoeval.egonormia.artifacts import PAIRED_FILE
+            from egoeval.egonormia.paired import compare_models
+
+            return compare_models(PAIRED_FILE, metrics, settings, *args.models)
         if any("=" not in item for item in args.map):
             raise InputError(args.metrics, "--map takes OURS=PUBLISHED")
         mapping = dict(item.split("=", 1) for item in args.map)

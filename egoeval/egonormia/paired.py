@@ -18,13 +18,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import combinations
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from egoeval.egonormia.scoring import Outcomes
 from egoeval.egonormia.settings import ScoreSettings
-from egoeval.paired import PairedRow, compare_binary, compare_continuous, resamples, with_holm
+from egoeval.errors import InputError
+from egoeval.paired import (
+    PairedRow,
+    compare_binary,
+    compare_continuous,
+    oriented,
+    read_paired,
+    resamples,
+    text_table,
+    with_holm,
+)
 
 BINARY = ("action", "justification", "both")
 GAINS = (("video", "blind"), ("pipeline", "blind"))
@@ -90,3 +102,47 @@ def _compare(
     iou_a, iou_b = a.sensible_iou * 100.0, b.sensible_iou * 100.0
     rows.append(compare_continuous(setting, split, "sensible_iou", names, iou_a, iou_b, indices, settings.confidence))
     return rows
+
+
+def compare_models(path: Path, metrics: dict[str, Any], settings: Any, model_a: str, model_b: str) -> str:
+    """``egoeval compare metrics/egonormia.json --models A B``: every row of ``path`` (paired.csv) comparing A with B
+    (A minus B), and each one's gains from seeing the clip, as an aligned table under a line naming what it is."""
+    table = read_paired(path)
+    known = sorted(set(table["model_a"]) | set(table["model_b"]), key=_name_order)
+    for model in (model_a, model_b):
+        if model not in known:
+            raise InputError(path, f"no comparison of model {model!r} (models: {', '.join(known) or 'none'})")
+    is_gain = table["setting"].isin([f"{first}-{second}" for first, second in GAINS])
+    pairs = oriented(table[~is_gain], model_a, model_b)
+    own_gains = table[is_gain]
+    protocols = recorded_protocols(metrics)
+    fetch = settings.egonormia.fetch
+    level = f"{settings.egonormia.score.confidence:.0%}"
+    lines = [
+        f"Paired comparisons ({path}): protocol {', '.join(protocols) or 'unknown'}, dataset {fetch.dataset}, "
+        f"n = clips both sides count; intervals: {level} paired bootstrap; p Holm over each setting, split and metric.",
+        "",
+    ]
+    if model_a == model_b:
+        lines.append(f"{model_a} against itself: only its gains.")
+    elif pairs.empty:
+        lines.append(f"{model_a} and {model_b} were never asked in the same setting.")
+    else:
+        lines += [f"a = {model_a}, b = {model_b}:", text_table(pairs)]
+    for model in dict.fromkeys((model_a, model_b)):
+        gains = own_gains[own_gains["model_a"] == model]
+        if not gains.empty:
+            lines += [
+                "",
+                f"{model}'s gains from seeing the clip (a = video or pipeline, b = blind):",
+                text_table(gains),
+            ]
+    return "\n".join(lines)
+
+
+def recorded_protocols(metrics: Any) -> list[str]:
+    """The protocols metrics/egonormia.json's entries were asked under, sorted."""
+    if not isinstance(metrics, dict):
+        return []
+    runs = (entry for models in metrics.values() if isinstance(models, dict) for entry in models.values())
+    return sorted({str(entry["protocol"]) for entry in runs if isinstance(entry, dict) and entry.get("protocol")})

@@ -23,6 +23,7 @@ from egoeval.egonormia.artifacts import (
     FRAMES,
     ITEMS,
     METRICS_FILE,
+    PAIRED_FILE,
     PREDICTION_COLUMNS,
     PREDICTIONS,
     RESPONSES,
@@ -33,10 +34,12 @@ from egoeval.egonormia.artifacts import (
     read_table,
     require_columns,
 )
+from egoeval.egonormia.paired import recorded_protocols
 from egoeval.egonormia.published import load_published, select_table, source_of
 from egoeval.errors import InputError
 from egoeval.io import read_csv, read_json, read_parquet
-from egoeval.markup import data_uri, esc, fmt, table
+from egoeval.markup import data_uri, esc, fmt, paired_table, table
+from egoeval.paired import read_paired
 
 METRICS = ("both", "action", "justification", "sensible_iou")  # in the leaderboard's order
 METRIC_NAMES = {"both": "both", "action": "action", "justification": "justification", "sensible_iou": "sensible IoU"}
@@ -297,17 +300,38 @@ def read_responses(path: Path) -> pd.DataFrame:
     return read_parquet(path, ("id", "setting", "model", "subtask", "permutation", "response", "error"))
 
 
+def paired_section(paired: pd.DataFrame, protocols: list[str], dataset: str, confidence: float) -> str:
+    """``plots/egonormia/paired.csv`` as a table: what was compared, on which clips, by which test."""
+    intro = (
+        f"<p>Models compared clip by clip on the same clips (protocol {esc(', '.join(protocols) or 'unknown')}, "
+        f"dataset {esc(dataset)}; <i>split</i> and <i>n</i> on every row, n = the clips both sides count). "
+        "<i>diff</i> = a − b in points with its "
+        f"{confidence:.0%} paired bootstrap interval (the same resampled clips for both); action, justification and "
+        "both by the exact McNemar test on the clips only one side got right (<i>a only</i>, <i>b only</i>), "
+        "sensible IoU by the bootstrap; <i>p Holm</i> adjusts over the pairs of each setting, split and metric. "
+        "Rows <i>video-blind</i> and <i>pipeline-blind</i> are one model's gain from seeing the clip "
+        "(a = that setting, b = blind). "
+        "<code>egoeval compare metrics/egonormia.json --models A B</code> prints one pair.</p>"
+    )
+    body = paired_table(paired) if len(paired) else "<p>No two runs share a setting or a model two settings.</p>"
+    return f'<section id="egonormia-paired"><h2>EgoNormia paired comparisons</h2>{intro}{body}</section>'
+
+
 def report(root: Path, settings: Any) -> ReportPart:
     """EgoNormia's sections for the workspace at ``root`` (``settings``: the validated params.yaml)."""
     params = settings.egonormia
     if not (root / CATEGORIES_FILE).is_file():
         raise InputError(root / CATEGORIES_FILE, "file not found (run the stages before this one)")
+    metrics = read_json(root / METRICS_FILE)
+    protocols = recorded_protocols(metrics)
+    shown = (params.fetch.dataset, params.score.confidence)
     sections = [
         ReportSection(
             "egonormia-leaderboard",
             "leaderboard",
-            leaderboard(read_json(root / METRICS_FILE), load_published(), params.fetch.dataset, params.fetch.split),
+            leaderboard(metrics, load_published(), params.fetch.dataset, params.fetch.split),
         ),
+        ReportSection("egonormia-paired", "paired", paired_section(read_paired(root / PAIRED_FILE), protocols, *shown)),
         ReportSection("egonormia-categories", "categories", category_section(read_csv(root / CATEGORIES_FILE))),
         ReportSection("egonormia-clips", "clips", clips_section(root, params.report.clips)),
     ]

@@ -174,6 +174,8 @@ REPRODUCED_FILES = (
     "metrics/egohumans.json",
     "plots/egonormia/categories.csv",
     "plots/egohumans/sequences.csv",
+    "plots/egonormia/paired.csv",
+    "plots/egohumans/paired.csv",
 )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import shutil
 import subprocess
 from fractions import Fraction
 from itertools import combinations
@@ -16,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import EGOEVAL, tool_env
+from conftest import EGOEVAL, REPO, tool_env
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import binomtest
@@ -24,6 +25,7 @@ from scipy.stats import binomtest
 from egoeval.egonormia.paired import Run, paired_table
 from egoeval.egonormia.scoring import Outcomes
 from egoeval.egonormia.settings import ScoreSettings
+from egoeval.errors import InputError
 from egoeval.paired import (
     COLUMNS,
     compare_binary,
@@ -347,3 +349,21 @@ def test_compare_models_names_an_unknown_model(reproduced: Path) -> None:
     run = compare(reproduced, "--models", "chance", "gpt-9")
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert "plots/egonormia/paired.csv" in run.stderr and "'gpt-9'" in run.stderr and "chance" in run.stderr
+
+
+@pytest.mark.bad_input
+def test_a_paired_table_with_other_columns_is_named(tmp_path: Path) -> None:
+    bad = tmp_path / "paired.csv"
+    bad.write_text("setting,model_a\nblind,x\n")
+    with pytest.raises(InputError, match=r"paired\.csv.*columns"):
+        read_paired(bad)
+
+
+@pytest.mark.bad_input
+def test_compare_models_without_paired_csv_exits_2_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "metrics").mkdir()
+    (tmp_path / "metrics/egonormia.json").write_text('{"blind": {"chance": {"protocol": "official"}}}')
+    shutil.copy(REPO / "params.yaml", tmp_path / "params.yaml")
+    run = compare(tmp_path, "--models", "chance", "x")
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert "plots/egonormia/paired.csv: file not found" in run.stderr

@@ -271,8 +271,13 @@ def test_an_interrupted_infer_stage_stops_at_once_and_says_what_it_kept(workspac
         time.sleep(2 * server.latency_s)  # the conversations in flight went no further
         assert len(server.requests) == sent
     assert stopped < 10, f"took {stopped:.1f} s to stop"
-    # Ctrl-C: DVC waits for the stage and reports its status; SIGTERM ends DVC at once, the stage just after
-    assert f"exited with {128 + signum}" in err if signum == signal.SIGINT else run.returncode == -signum, err
+    # Ctrl-C: DVC waits for the stage's command and reports its status; SIGTERM ends DVC at once, the stage just after.
+    # DVC runs the command through $SHELL -c (/bin/sh without SHELL): bash execs it, so DVC sees the stage's own 130;
+    # dash forks, and itself dies of the SIGINT (-2) while the stage says what it kept and exits
+    if signum == signal.SIGINT:
+        assert f"exited with {128 + signum}" in err or f"exited with -{signum}" in err, err
+    else:
+        assert run.returncode == -signum, err
     assert "Traceback" not in err, err[-2000:]
     (line,) = [line for line in err.splitlines() if line.startswith("error: interrupted")]
     assert f"interrupted by {signal.Signals(signum).name}" in line and "kept the last good outputs" in line
@@ -317,6 +322,12 @@ def alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
+def is_frames_python(cmd: str) -> bool:
+    """The frames stage's Python (or a worker it forked), not the shell DVC runs it through (dash forks: its
+    ``sh -c`` command line names the stage too)."""
+    return Path(cmd.split(" ", 1)[0]).name.startswith("python") and "stages.egonormia.frames" in cmd
+
+
 def test_a_sigkilled_frames_stage_takes_its_workers_along_and_the_next_run_cleans_up(workspace: Path) -> None:
     prepare(workspace, lambda p: p["egonormia"]["frames"].update(jpeg_quality=80), target="params")
     frames = workspace / "data/egonormia/frames"
@@ -334,17 +345,27 @@ def test_a_sigkilled_frames_stage_takes_its_workers_along_and_the_next_run_clean
         """The stage and its workers (forked: the same command line), pid -> parent pid."""
         table = processes()
         below = descendants(repro.pid, table)
-        return {pid: table[pid][0] for pid in below if "stages.egonormia.frames" in table[pid][1]}
+        return {pid: table[pid][0] for pid in below if is_frames_python(table[pid][1])}
 
     wait_for(lambda: len(frames_processes()) >= 3, "the stage and its two decode workers")
     found = frames_processes()
     (stage_pid,) = [pid for pid, ppid in found.items() if ppid not in found]
-    table = processes()  # the forked workers (a short-lived helper such as ldconfig may also run below the stage)
-    workers = {pid for pid in descendants(stage_pid, table) if "stages.egonormia.frames" in table[pid][1]}
-    assert len(workers) == 2
+
+    def workers_now() -> set[int]:
+        """The stage's forked workers: its children with its command line."""
+        table = processes()
+        return {pid for pid, (ppid, cmd) in table.items() if ppid == stage_pid and is_frames_python(cmd)}
+
+    # a short-lived helper (ldconfig, run by a library from a fork that has not yet exec'ed) can share the command
+    # line for a moment: the workers are the children seen in two looks 0.2 s apart
+    first = workers_now()
+    time.sleep(0.2)
+    workers = first & workers_now()
+    assert len(workers) == 2, (first, workers)
     os.kill(stage_pid, signal.SIGKILL)
     _, err = repro.communicate(timeout=120)
-    assert repro.returncode != 0 and "exited with -9" in err, err[-2000:]
+    # DVC sees the kill itself (-9) where $SHELL execs the command (bash), the shell's 128 + 9 where it forks (dash)
+    assert repro.returncode != 0 and ("exited with -9" in err or "exited with 137" in err), err[-2000:]
     wait_for(lambda: not any(alive(pid) for pid in workers), "the workers to die with their stage", timeout_s=5)
     assert {p.name: p.read_bytes() for p in frames.iterdir()} == before  # the last good frames
     assert leftovers(workspace) == [f"data/egonormia/.frames.egoeval-new-{stage_pid}"]  # what it had decoded

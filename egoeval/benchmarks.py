@@ -123,6 +123,12 @@ def shard_of(key: str, shards: int) -> int:
     return int.from_bytes(hashlib.sha256(key.encode("utf-8")).digest()[:8], "big") % shards
 
 
+def budget_share(budget: int, shard: int, shards: int) -> int:
+    """Shard ``shard``'s part of a budget split over ``shards`` (the parts add up to ``budget``, differ by at most
+    one; a shard beyond the budget gets 0)."""
+    return budget // shards + (shard < budget % shards)
+
+
 @cache
 def benchmark_names() -> tuple[str, ...]:
     """The names of the benchmark packages (a package's name is its benchmark's), found without importing them."""

@@ -508,6 +508,47 @@ def test_sharded_inference_on_two_workers_is_byte_identical(tmp_path: Path, pref
     assert table.to_parquet(index=False) == single.to_parquet(index=False)
 
 
+@pytest.mark.slow  # a Prefect server and four Dask workers
+@pytest.mark.parametrize("requested", [2, 6])
+def test_sharded_inference_keeps_one_concurrency_budget(
+    tmp_path: Path, prefect_server: None, monkeypatch: pytest.MonkeyPatch, requested: int
+) -> None:
+    """An endpoint configured for ``concurrency: 3`` sees at most 3 calls in flight however the clips are sharded
+    (each shard its own process and client), and the budget is used."""
+    import pandas as pd
+    from prefect import flow
+
+    from egoeval.egonormia.inference import InferenceInputs
+    from egoeval.egonormia.protocols import registry
+    from egoeval.egonormia.scale_out import ShardedInference, combine, split
+    from egoeval.egonormia.schema import read_official_json
+    from egoeval.egonormia.settings import InferSettings, ModelSpec
+    from egoeval.openai_server import OpenAIServer
+    from flows.shard import run_shards, task_runner
+
+    monkeypatch.setenv("LOOPBACK_KEY", "sk-test")  # the Dask workers inherit it
+    items = read_official_json(REPO / "tests/data/egonormia/ood_robot.json")  # 11 real clips
+    descriptions = pd.DataFrame({"id": items["id"], "description": items["description"], "error": ""})
+    frames = pd.DataFrame({"id": items["id"], "image": "", "error": "no video"})
+    infer = InferSettings(settings=["blind", "pipeline"], seed=0, max_failure_rate=1.0, cache_dir=str(tmp_path / "c"))
+    with OpenAIServer(latency_s=0.3) as server:
+        model = ModelSpec(backend="openai", name="budgeted", base_url=server.url, api_key_env="LOOPBACK_KEY")
+        model = model.model_copy(update={"concurrency": 3, "max_retries": 0})
+        protocol = registry()["official"]
+        inputs = InferenceInputs(items, frames, tmp_path, descriptions, [model], infer, protocol, tmp_path)
+        planned = split(inputs, requested)
+        assert len(planned) <= 3 and sum(part.models[0].concurrency for part in planned) == 3
+
+        @flow
+        def sharded() -> pd.DataFrame:
+            return combine(run_shards(ShardedInference(), planned))
+
+        write_params(tmp_path, {"flows": {"dask_workers": 4}})
+        table = sharded.with_options(task_runner=task_runner(tmp_path))()
+    assert (table["error"] == "").all() and len(server.requests) >= 11 * 2 * 2
+    assert server.peak_in_flight <= 3, f"{server.peak_in_flight} calls in flight for a budget of 3"
+
+
 # ---------------------------------------------------------------- slow: this repository's pipeline, and YOLO shards
 
 

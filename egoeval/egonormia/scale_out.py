@@ -1,6 +1,9 @@
 """The egonormia_infer stage in shards (``meta.scale_out: {form: infer}``): clips go to shards by a stable hash of
 their id. Every answer depends only on its clip (seeded permutations, the durable response cache), and the merged table
-is sorted as ``run_inference`` sorts it, so the output is byte-identical to the single-process stage's."""
+is sorted as ``run_inference`` sorts it, so the output is byte-identical to the single-process stage's.
+
+A model's ``concurrency`` is one budget for the whole run: the shards split it (their calls in flight add up to at most
+``concurrency``, however many workers run them), so there are never more shards than the smallest budget."""
 
 from __future__ import annotations
 
@@ -9,9 +12,10 @@ from typing import Any
 
 import pandas as pd
 
-from egoeval.benchmarks import ScaleOut, shard_of
+from egoeval.benchmarks import ScaleOut, budget_share, shard_of
 from egoeval.egonormia import inference
 from egoeval.egonormia.artifacts import RESPONSES
+from egoeval.egonormia.settings import ModelSpec
 from egoeval.io import PARAMS_FILE, write_parquet
 from egoeval.settings import benchmark_settings
 
@@ -19,12 +23,22 @@ RESPONSE_ORDER = ["id", "setting", "model", "subtask"]  # run_inference's row or
 
 
 def split(inputs: inference.InferenceInputs, shards: int) -> list[inference.InferenceInputs]:
-    """``run_inference``'s arguments for each shard of the clips."""
+    """``run_inference``'s arguments for each shard of the clips, each model's concurrency split between them."""
     items = inputs.items
     if items.empty:
         return [inputs]
-    parts = items.groupby(items["id"].map(lambda clip: shard_of(str(clip), shards)), sort=True)
-    return [inputs._replace(items=part.reset_index(drop=True)) for _, part in parts]
+    shards = max(1, min([shards, *(model.concurrency for model in inputs.models)]))  # a call slot per model and shard
+    groups = items.groupby(items["id"].map(lambda clip: shard_of(str(clip), shards)), sort=True)
+    parts = [part.reset_index(drop=True) for _, part in groups]
+    return [
+        inputs._replace(items=part, models=[_share(model, i, len(parts)) for model in inputs.models])
+        for i, part in enumerate(parts)
+    ]
+
+
+def _share(model: ModelSpec, shard: int, shards: int) -> ModelSpec:
+    """The model as one shard runs it: its part of the model's concurrency."""
+    return model.model_copy(update={"concurrency": budget_share(model.concurrency, shard, shards)})
 
 
 def combine(parts: list[pd.DataFrame]) -> pd.DataFrame:

@@ -3,8 +3,8 @@
 1. The workspace against dvc.lock: every changed parameter (key by key), input and output is named.
 2. The numbers are re-derived in a temporary copy of the workspace (its code and params: section 1 names what
    differs from dvc.lock): the outputs of the input stages (``meta: {role: input}`` in dvc.yaml) are checked out of
-   DVC's cache as dvc.lock pins them, and every later stage the report needs runs again (a few seconds on the bundled
-   sample) with model answers from the durable response cache only (``EGOEVAL_CACHE_ONLY=1``: nothing is sent to a
+   DVC's cache as dvc.lock pins them, and every later stage the report needs runs again (each as soon as its upstream
+   stages are done, one per CPU at a time, saying on stderr as each ends) with model answers from the durable response cache only (``EGOEVAL_CACHE_ONLY=1``: nothing is sent to a
    model; an answer missing from the cache is a missing item). Re-derived outputs that differ from dvc.lock
    are named, and so is every EgoNormia answer that differs from the pinned predictions, with its reason
    (missing item, parse failure).
@@ -23,11 +23,14 @@ import argparse
 import contextlib
 import json
 import math
+import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -133,6 +136,7 @@ def rederive(root: Path, work: Path, targets: list[str], findings: Findings) -> 
 
     stages = _stages(root, targets)
     runs = [stage for stage in stages if stage.role != "input"]
+    print(f"audit: re-deriving in {work}: pinned inputs, then {len(runs)} stages", file=sys.stderr)
     objects = copy_workspace(root, work)
     try:
         with contextlib.chdir(work), Repo(str(work)) as repo:
@@ -143,20 +147,20 @@ def rederive(root: Path, work: Path, targets: list[str], findings: Findings) -> 
     answers = work / ".egoeval-audit-answers"
     unpulled = gather_answers(root, objects, answers, findings)
     env = command_env(**{CACHE_ONLY_ENV: "1", CACHE_DIR_ENV: str(answers.resolve())})
-    for stage in runs:
-        run = subprocess.run(stage.cmd, shell=True, cwd=work, env=env, capture_output=True, text=True)
-        if run.returncode != 0:
-            tail = [line.strip() for line in run.stderr.splitlines() if line.strip()][-1:]
-            missing = re.search(r"(\d+) of \d+ (?:answers|descriptions) failed", tail[0]) if tail else None
-            if missing and CACHE_MISS in tail[0]:
-                where = f"not pulled: {', '.join(unpulled)}" if unpulled else "not in the pinned outputs either"
-                findings.differ(
-                    f"stage {stage.name}: {missing.group(1)} model answers are missing ({where}); `dvc pull` from a "
-                    f"remote that holds them, or re-deriving them costs {missing.group(1)} model calls"
-                )
-            else:
-                findings.differ(f"stage {stage.name} failed (exit {run.returncode}): {' '.join(tail)}")
-            return None
+    failed = run_stages(runs, work, env)
+    if failed is not None:
+        stage, run = failed
+        tail = [line.strip() for line in run.stderr.splitlines() if line.strip()][-1:]
+        missing = re.search(r"(\d+) of \d+ (?:answers|descriptions) failed", tail[0]) if tail else None
+        if missing and CACHE_MISS in tail[0]:
+            where = f"not pulled: {', '.join(unpulled)}" if unpulled else "not in the pinned outputs either"
+            findings.differ(
+                f"stage {stage.name}: {missing.group(1)} model answers are missing ({where}); `dvc pull` from a "
+                f"remote that holds them, or re-deriving them costs {missing.group(1)} model calls"
+            )
+        else:
+            findings.differ(f"stage {stage.name} failed (exit {run.returncode}): {' '.join(tail)}")
+        return None
     changes = [line for _, line in lock_changes(work, [stage.name for stage in runs], outs_only=True)]
     findings.listed([f"re-derived {line}" for line in changes], "outputs")
     for stage in runs:
@@ -169,6 +173,42 @@ def rederive(root: Path, work: Path, targets: list[str], findings: Findings) -> 
     if not changes:
         findings.ok(f"{len(runs)} stages re-ran from pinned inputs and cached answers; every output equals dvc.lock's")
     return changes
+
+
+def run_stages(
+    stages: list[StageInfo], work: Path, env: dict[str, str], workers: int | None = None
+) -> tuple[StageInfo, subprocess.CompletedProcess[str]] | None:
+    """Run the stages' commands in ``work``, each once its upstream stages are done, up to ``workers`` at a time
+    (default: one per CPU), saying on stderr as each ends. Returns the first that failed (and starts no more), or
+    None. Concurrent stages are safe: their outputs differ, and commits take the folder's lock (egoeval.io)."""
+    workers = workers or os.cpu_count() or 1
+    names = {stage.name for stage in stages}
+    waiting = {stage.name: stage for stage in stages}
+    done: set[str] = set()
+    failed: tuple[StageInfo, subprocess.CompletedProcess[str]] | None = None
+    started = time.monotonic()
+
+    def run(stage: StageInfo) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(stage.cmd, shell=True, cwd=work, env=env, capture_output=True, text=True)
+
+    with ThreadPoolExecutor(workers) as pool:
+        running: dict[Future[subprocess.CompletedProcess[str]], StageInfo] = {}
+        while waiting or running:
+            ready = [s for s in waiting.values() if failed is None and set(s.upstream) & names <= done]
+            for stage in ready[: workers - len(running)]:
+                running[pool.submit(run, stage)] = waiting.pop(stage.name)
+            if not running:
+                break  # a stage failed: the rest would only fail after it
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                stage, result = running.pop(future), future.result()
+                done.add(stage.name)
+                status = "done" if result.returncode == 0 else f"failed (exit {result.returncode})"
+                elapsed = time.monotonic() - started
+                print(f"audit: {stage.name} {status} ({len(done)} of {len(stages)}, {elapsed:.0f} s)", file=sys.stderr)
+                if result.returncode != 0 and failed is None:
+                    failed = (stage, result)
+    return failed
 
 
 def gather_answers(root: Path, objects: Path, folder: Path, findings: Findings) -> list[str]:
@@ -271,6 +311,7 @@ def audit(paths: list[Path], root: Path, tolerance: float, keep: Path | None = N
     current = {name: _load_metrics(root, paths_) for name, paths_ in files.items()}
     reports = [read_report(path, current) for path in paths]
     findings = Findings()
+    print(f"audit: checking the workspace against {root / 'dvc.lock'}", file=sys.stderr)
     findings.section(f"1. the workspace against {root / 'dvc.lock'}")
     start = findings.differences
     findings.listed(param_changes(root), "parameters")

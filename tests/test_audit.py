@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -14,12 +15,12 @@ import pytest
 import yaml
 from conftest import tool_env
 
-from egoeval.audit import main, read_report
+from egoeval.audit import main, read_report, run_stages
 from egoeval.egohumans.audit import compare_tracks
 from egoeval.egonormia.audit import compare_eval_json
 from egoeval.errors import InputError
 from egoeval.findings import Findings
-from egoeval.pipeline import pinned_output
+from egoeval.pipeline import StageInfo, pinned_output, pipeline_stages
 
 RUN = "bytetrack-file"  # a tracking run of the bundled sample
 BENCHMARKS = ("egonormia", "egohumans")
@@ -55,7 +56,7 @@ def rederived(reproduced: Path, tmp_path_factory: pytest.TempPathFactory) -> Red
 
 @pytest.mark.slow
 def test_every_kind_of_report_reproduces(rederived: Rederived) -> None:
-    result, _ = rederived
+    result, work = rederived
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
     assert "every parameter, input and output matches dvc.lock" in out
@@ -64,6 +65,34 @@ def test_every_kind_of_report_reproduces(rederived: Rederived) -> None:
     assert "(tracks)" in out and f"compared with the re-derived run {RUN}\n" in out
     assert out.count("reported numbers reproduce within 1e-06") == 5  # 2 metrics files, eval-JSON, tracks, baseline
     assert "DIFF" not in out and out.rstrip().endswith("verdict: reproduces")
+    # progress on stderr as it goes: every re-run stage once, after its upstream stages
+    ended = [line.split()[1] for line in result.stderr.splitlines() if line.startswith("audit: ") and " done (" in line]
+    stages = {info.name: info for info in pipeline_stages(work) if info.name in ended}
+    assert len(ended) == len(set(ended)) == len(stages) >= 10 and ended[-1] in ("egohumans_score", "egonormia_score")
+    assert all(ended.index(up) < ended.index(name) for name in ended for up in stages[name].upstream if up in stages)
+    assert "audit: checking the workspace" in result.stderr and "audit: re-deriving in" in result.stderr
+
+
+def stage(name: str, cmd: str, *upstream: str) -> StageInfo:
+    return StageInfo(name=name, cmd=cmd, upstream=upstream, metrics=())
+
+
+def test_stages_run_after_their_upstream_side_by_side_and_none_start_after_a_failure(tmp_path: Path, capsys) -> None:
+    def step(name: str, seconds: float, code: int = 0) -> str:  # records when it started and ended
+        return f"date +%s.%N > {name}.start; sleep {seconds}; date +%s.%N > {name}.end; exit {code}"
+
+    dag = [stage("a", step("a", 0.5)), stage("b", step("b", 0.5)), stage("c", step("c", 0.1), "a", "b")]
+    assert run_stages(dag, tmp_path, dict(os.environ), workers=2) is None
+    times = {n: {e: float((tmp_path / f"{n}.{e}").read_text()) for e in ("start", "end")} for n in "abc"}
+    assert times["a"]["start"] < times["b"]["end"] and times["b"]["start"] < times["a"]["end"]  # side by side
+    assert times["c"]["start"] >= max(times["a"]["end"], times["b"]["end"])  # after both upstream stages
+    said = [line.split()[1] for line in capsys.readouterr().err.splitlines()]
+    assert sorted(said[:2]) == ["a", "b"] and said[2:] == ["c"]
+
+    failing = [stage("x", step("x", 0.1, 3)), stage("y", step("y", 0.1), "x"), stage("z", step("z", 1.0))]
+    found = run_stages(failing, tmp_path, dict(os.environ), workers=1)
+    assert found is not None and found[0].name == "x" and found[1].returncode == 3
+    assert not (tmp_path / "y.start").exists() and not (tmp_path / "z.start").exists()  # nothing more started
 
 
 @pytest.mark.slow

@@ -15,6 +15,7 @@ BENCHES = [
     "bench.trackers",
     "bench.hostile_inputs",
     "bench.cli_help",
+    "bench.audit",
 ]
 
 

@@ -4,10 +4,10 @@
 2. The numbers are re-derived in a temporary copy of the workspace (its code and params: section 1 names what
    differs from dvc.lock): the outputs of the input stages (``meta: {role: input}`` in dvc.yaml) are checked out of
    DVC's cache as dvc.lock pins them, and every later stage the report needs runs again (each as soon as its upstream
-   stages are done, one per CPU at a time, saying on stderr as each ends) with model answers from the durable response cache only (``EGOEVAL_CACHE_ONLY=1``: nothing is sent to a
-   model; an answer missing from the cache is a missing item). Re-derived outputs that differ from dvc.lock
-   are named, and so is every EgoNormia answer that differs from the pinned predictions, with its reason
-   (missing item, parse failure).
+   stages are done, ``--jobs`` at a time, default one per CPU, saying on stderr as each ends) with model answers
+   from the durable response cache only (``EGOEVAL_CACHE_ONLY=1``: nothing is sent to a model; an answer missing
+   from the cache is a missing item). Re-derived outputs that differ from dvc.lock are named, and so is every
+   EgoNormia answer that differs from the pinned predictions, with its reason (missing item, parse failure).
 3. Each REPORTED against the re-derived numbers: a metrics JSON of any benchmark dvc.yaml declares
    (metrics/egonormia.json, metrics/egohumans.json, ...) or a baseline ``{benchmark: metrics}``, predictions in the
    official EgoNormia eval-JSON layout, or a folder of MOTChallenge tracker results (``<seq>.txt``; a folder named
@@ -126,7 +126,9 @@ def _stages(root: Path, targets: list[str]) -> list[StageInfo]:
     return [stage for stage in stages if stage.name in needed]
 
 
-def rederive(root: Path, work: Path, targets: list[str], findings: Findings) -> list[str] | None:
+def rederive(
+    root: Path, work: Path, targets: list[str], findings: Findings, jobs: int | None = None
+) -> list[str] | None:
     """Check out the pinned inputs and re-run the stages up to ``targets``.
 
     Returns the re-derived outputs that differ from dvc.lock, or None when a stage could not run.
@@ -147,7 +149,7 @@ def rederive(root: Path, work: Path, targets: list[str], findings: Findings) -> 
     answers = work / ".egoeval-audit-answers"
     unpulled = gather_answers(root, objects, answers, findings)
     env = command_env(**{CACHE_ONLY_ENV: "1", CACHE_DIR_ENV: str(answers.resolve())})
-    failed = run_stages(runs, work, env)
+    failed = run_stages(runs, work, env, jobs)
     if failed is not None:
         stage, run = failed
         tail = [line.strip() for line in run.stderr.splitlines() if line.strip()][-1:]
@@ -297,7 +299,9 @@ def read_report(path: Path, known: dict[str, Any] | None = None) -> Report:
     raise InputError(path, f"neither a metrics JSON of {names} nor a report any benchmark reads")
 
 
-def audit(paths: list[Path], root: Path, tolerance: float, keep: Path | None = None) -> Findings:
+def audit(
+    paths: list[Path], root: Path, tolerance: float, keep: Path | None = None, jobs: int | None = None
+) -> Findings:
     """Check the workspace, re-derive what the reports need, compare each report; the findings say what differs."""
     if not (math.isfinite(tolerance) and tolerance >= 0):
         raise ValueError(f"tolerance must be a finite number >= 0, got {tolerance!r}")
@@ -326,7 +330,7 @@ def audit(paths: list[Path], root: Path, tolerance: float, keep: Path | None = N
     work = keep or Path(tempfile.mkdtemp(prefix="egoeval-audit-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
-        changed = rederive(root, work, targets, findings)
+        changed = rederive(root, work, targets, findings, jobs)
         if changed is None:
             return findings
         derived = {name: _load_metrics(work, files[name]) for name in benchmarks}
@@ -367,6 +371,13 @@ def tolerance(text: str) -> float:
     return value
 
 
+def jobs(text: str) -> int:
+    """``--jobs``: a whole number from 1 to 256."""
+    if not text.strip().isdigit() or not 1 <= int(text) <= 256:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to 256, got {text!r}")
+    return int(text)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="egoeval audit", description=help_text(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter
@@ -375,6 +386,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=Path("."), help="the egoeval workspace (default: .)")
     parser.add_argument("--tolerance", type=tolerance, default=1e-6, help="largest accepted difference (default 1e-6)")
     parser.add_argument("--keep", type=Path, help="re-derive into this folder and keep it")
+    parser.add_argument("--jobs", type=jobs, help="stages re-run at a time (default: one per CPU)")
     args = parser.parse_args(argv)
     try:
         for path in args.reported:
@@ -382,7 +394,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise InputError(path, "no such file or folder")
         if args.keep is not None and args.keep.exists() and (not args.keep.is_dir() or any(args.keep.iterdir())):
             raise InputError(args.keep, "--keep must name a new or empty folder (the audit re-derives into it)")
-        findings = audit(args.reported, args.root.resolve(), args.tolerance, args.keep)
+        findings = audit(args.reported, args.root.resolve(), args.tolerance, args.keep, args.jobs)
     except InputError as error:
         print(f"egoeval audit: bad input: {error}", file=sys.stderr)
         return 2

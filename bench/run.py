@@ -16,6 +16,7 @@ BENCHES = [
     "bench.hostile_inputs",
     "bench.cli_help",
     "bench.audit",
+    "bench.dvc_noop",
 ]
 
 

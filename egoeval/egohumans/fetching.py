@@ -15,7 +15,8 @@ the sha256 manifest first (in parallel). Written to ``data/egohumans/fetched`` (
 - ``images.parquet`` sequence, frame, path (the frame at its source location; frames are not copied), width,
   height, extrinsics (4 x 4 world-to-camera, row-major), time_stamp, calib_intrinsics (15), camera_model (params
   ``camera_model``: how those intrinsics map rays to pixels), calib_extrinsics (12),
-- ``sequences.json`` names, lengths, fps, sizes, the modality, which detections were found, dropped duplicates.
+- ``sequences.json`` names, lengths, fps, sizes, the modality, which detections were found, dropped duplicates,
+  and ``limit`` in a smoke run (``egohumans.fetch.limit``: only the first N sequences by name are verified and kept).
 
 ``python -m stages.egohumans.fetch --write-manifest ROOT`` pins the files the annotation references (frames,
 calibration, detections) in parallel, using params.yaml's annotation, modality and detections.
@@ -23,6 +24,7 @@ calibration, detections) in parallel, using params.yaml's annotation, modality a
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -73,15 +75,30 @@ def official_detections_name(settings: FetchSettings) -> str:
     return (Path(annotation_name(settings)).parent / f"detections_{settings.modality}.pkl").as_posix()
 
 
-def input_files(root: Path, settings: FetchSettings, file_mode: bool) -> tuple[TrackingAnnotation, list[str]]:
-    """The parsed annotation and every file it makes fetch read, each inside the data root (symlinks followed; else
-    an error naming the annotation's image or the param): frames, calibration files, the released detections, and
-    with ``file_mode`` (``file`` among egohumans.detect.modes) the user's detections."""
+def limit_sequences(annotation: TrackingAnnotation, limit: int | None) -> TrackingAnnotation:
+    """``egohumans.fetch.limit``: the annotation cut to its first ``limit`` sequences by name (all when None)."""
+    if limit is None or limit >= len(annotation.sequences):
+        return annotation
+    names = sorted(annotation.sequences["name"])[:limit]
+    sequences = annotation.sequences[annotation.sequences["name"].isin(names)].reset_index(drop=True)
+    images = annotation.images[annotation.images["sequence"].isin(names)].reset_index(drop=True)
+    ground_truth = {name: gt for name, gt in annotation.ground_truth.items() if name in names}
+    return dataclasses.replace(annotation, sequences=sequences, images=images, ground_truth=ground_truth)
+
+
+def input_files(
+    root: Path, settings: FetchSettings, file_mode: bool, limit: int | None = None
+) -> tuple[TrackingAnnotation, list[str]]:
+    """The parsed annotation (whole) and every file it makes fetch read, each inside the data root (symlinks
+    followed; else an error naming the annotation's image or the param): frames and calibration files of the first
+    ``limit`` sequences (``limit_sequences``; all when None), the released detections, and with ``file_mode``
+    (``file`` among egohumans.detect.modes) the user's detections."""
     roots = data_roots(root)
     where = data_file(root, annotation_name(settings), PARAMS_FILE, "egohumans.fetch.annotation", roots)
     annotation = read_tracking_annotation(where, settings.duplicate_videos)
     names = [annotation_name(settings)]
-    for image_id, name in zip(annotation.images["image_id"], annotation.images["file_name"], strict=True):
+    images = limit_sequences(annotation, limit).images
+    for image_id, name in zip(images["image_id"], images["file_name"], strict=True):
         calibration = calibration_path(name)
         for needed in (name, *([calibration[0]] if calibration else [])):
             data_file(root, needed, where, f"image id {image_id}", roots)
@@ -152,7 +169,7 @@ def fetch(settings: FetchSettings, out_dir: str | Path, modes: Sequence[str]) ->
         raise InputError(root / annotation_name(settings), "missing (egohumans.fetch.annotation, under the data root)")
     verify_manifest(manifest, root, [annotation_name(settings)])
     file_mode = "file" in modes
-    annotation, names = input_files(root, settings, file_mode)
+    annotation, names = input_files(root, settings, file_mode, settings.limit)
     verify_manifest(manifest, root, names)
 
     official = None
@@ -160,6 +177,9 @@ def fetch(settings: FetchSettings, out_dir: str | Path, modes: Sequence[str]) ->
         official = read_detection_pickle(root / official_detections_name(settings), annotation.images)
     file_name = settings.detections if file_mode else None
     file = _file_detections(root, file_name, annotation) if file_name else None
+    annotation = limit_sequences(annotation, settings.limit)  # detections were read against the whole annotation
+    kept = set(annotation.sequences["name"])
+    official, file = (None if t is None else t[t["sequence"].isin(kept)] for t in (official, file))
     intrinsics, extrinsics = _calibration(root, annotation.images["file_name"])
     images = annotation.images
     image_table = pd.DataFrame(
@@ -185,6 +205,7 @@ def fetch(settings: FetchSettings, out_dir: str | Path, modes: Sequence[str]) ->
             "file": file_name or None,
         },
         "dropped_videos": annotation.dropped_videos,
+        **({"limit": settings.limit} if settings.limit is not None else {}),  # absent: every sequence
         "sequences": [
             {
                 "name": row.name,

@@ -40,6 +40,7 @@ class FetchSettings(Section):
     detections: NonEmptyStr | None  # detections the user brings (mode file), relative to the root
     duplicate_videos: Literal["error", "drop"]
     camera_model: Literal["aria_fisheye", "pinhole"]  # how the calibration's 15 intrinsics map rays to pixels
+    limit: PositiveInt | None = None  # a smoke run: the first N sequences by name (null: every one)
 
     @field_validator("manifest", mode="before")
     @classmethod

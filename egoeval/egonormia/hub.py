@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from egoeval.egonormia.schema import DATASETS, PREV_STRIP, PREV_VIDEO, read_folder, select_split
+from egoeval.egonormia.schema import DATASETS, PREV_STRIP, PREV_VIDEO, read_folder, select_clips
 from egoeval.egonormia.settings import FetchSettings
 from egoeval.errors import InputError, TransientFailure
 from egoeval.io import PARAMS_FILE
@@ -81,7 +81,9 @@ def download_hf(
     local_dir = root / repo_id / revision
     if not _download(repo_id, revision, DATASETS[dataset], local_dir, endpoint):
         raise InputError(PARAMS_FILE, f"{repo_id}@{revision} has no {DATASETS[dataset]}")
-    items = select_split(read_folder(local_dir, dataset, notes), settings.split, local_dir)
+    items = select_clips(
+        read_folder(local_dir, dataset, notes), settings.split, settings.limit, settings.limit_seed, local_dir
+    )
     names = [f"video/{clip_id}/{name}" for clip_id in items["id"] for name in (PREV_VIDEO, PREV_STRIP)]
     with ThreadPoolExecutor(DOWNLOAD_THREADS) as pool:
         found = list(pool.map(lambda name: _download(repo_id, revision, name, local_dir, endpoint), names))

@@ -408,6 +408,50 @@ def select_split(items: pd.DataFrame, split: str, where: str | Path) -> pd.DataF
     return items
 
 
+def stratum(taxonomy: Sequence[Sequence[str]], correct_idx: int) -> str:
+    """A clip's stratum for a smoke sample: the first of ``CATEGORIES`` among its correct option's categories, or
+    ``"none"`` (the correct answer is the empty slot, or the option has no category)."""
+    labels = set(taxonomy[correct_idx]) if correct_idx < len(taxonomy) else set()
+    return next((name for name in CATEGORIES if name in labels), "none")
+
+
+def stratified_quotas(sizes: Mapping[str, int], limit: int) -> dict[str, int]:
+    """Clips drawn per stratum for a sample of ``limit`` out of ``sum(sizes)``: each stratum its proportional share
+    rounded down, the clips left over to the largest remainders (ties: the order of ``sizes``), so every quota is
+    within one clip of ``limit * size / total`` (Hamilton's largest-remainder method)."""
+    total = sum(sizes.values())
+    if limit >= total:
+        return dict(sizes)
+    quotas = {name: limit * size // total for name, size in sizes.items()}
+    order = sorted(sizes, key=lambda name: -(limit * sizes[name] % total))  # stable: ties keep the given order
+    for name in order[: limit - sum(quotas.values())]:
+        quotas[name] += 1
+    return quotas
+
+
+def limit_items(items: pd.DataFrame, limit: int | None, seed: int) -> pd.DataFrame:
+    """``egonormia.fetch.limit``: a seeded sample of ``limit`` clips stratified by ``stratum`` (every category in
+    proportion, within one clip), sorted by id; every item when ``limit`` is None or not below their number."""
+    if limit is None or limit >= len(items):
+        return items
+    strata = pd.Series(
+        [stratum(t, int(k)) for t, k in zip(items["taxonomy"], items["correct_idx"], strict=True)], index=items.index
+    )
+    names = [name for name in (*CATEGORIES, "none") if (strata == name).any()]
+    quotas = stratified_quotas({name: int((strata == name).sum()) for name in names}, limit)
+    rng = np.random.default_rng(seed)
+    kept: list[str] = []
+    for name in names:
+        ids = sorted(items.loc[strata == name, "id"].astype(str))
+        kept += [ids[i] for i in rng.choice(len(ids), size=quotas[name], replace=False)]
+    return items[items["id"].astype(str).isin(set(kept))].sort_values("id", ignore_index=True)
+
+
+def select_clips(items: pd.DataFrame, split: str, limit: int | None, seed: int, where: str | Path) -> pd.DataFrame:
+    """The clips fetch keeps: the ``split`` (``select_split``), then at most ``limit`` of them (``limit_items``)."""
+    return limit_items(select_split(items, split, where), limit, seed)
+
+
 def find_video(root: str | Path, clip_id: str) -> str | None:
     """The clip's context video relative to the media ``root`` (posix), or None; ``clip_id`` must be a safe id.
 

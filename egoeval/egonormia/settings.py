@@ -48,6 +48,8 @@ class FetchSettings(Section):
     hf_repo: NonEmptyStr
     hf_revision: Annotated[str, Field(pattern=r"^[0-9a-f]{40}$")] | None
     split: Literal["full", "verified"]
+    limit: PositiveInt | None = None  # a smoke run: this many clips of the split, stratified by norm category
+    limit_seed: NonNegativeInt = 0  # the seed of that sample
 
     @model_validator(mode="after")
     def _hub_source_pinned(self) -> FetchSettings:

@@ -16,6 +16,9 @@
   naming it. With ``source: huggingface`` the commit sha pins the files and no manifest is read.
 - ``split``: ``full`` keeps every clip, ``verified`` the 200 EgoNormia-verified ones (the split ships with
   the project, so it works from any source).
+- ``limit`` (null: every clip) and ``limit_seed``: a smoke run keeps ``limit`` clips of the split, a seeded sample
+  stratified by the correct option's first norm category (``egoeval.egonormia.schema.limit_items``); only their
+  media is fetched and verified. The score stage records the limit in metrics/egonormia.json.
 
 Output: ``items.parquet`` (the schema's columns, sorted by id), ``videos/<id>.mp4`` (the context video) and
 ``strips/<id>.jpg`` (the dataset's pre-rendered ``frame_all_prev.jpg``), copies, never links. A clip without a
@@ -50,7 +53,7 @@ from egoeval.egonormia.schema import (
     items_file,
     media_files,
     read_folder,
-    select_split,
+    select_clips,
     write_items,
 )
 from egoeval.egonormia.settings import FetchSettings
@@ -91,7 +94,9 @@ def fetch(settings: FetchSettings, out_dir: str | Path) -> pd.DataFrame:
         folder, media = _folders(settings)
         manifest = Path(settings.manifest)
         _check_pinned(manifest, folder, item_files(folder, dataset))
-        items = select_split(read_folder(folder, dataset, notes), settings.split, folder)
+        items = select_clips(
+            read_folder(folder, dataset, notes), settings.split, settings.limit, settings.limit_seed, folder
+        )
     where = folder / items_file(folder, dataset)
     roots = (*data_roots(folder), *data_roots(media))  # a folder may link into the other (the params name both)
     media_of = clip_media(media, items, where, roots)

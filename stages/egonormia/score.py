@@ -2,7 +2,8 @@
 
 metrics/egonormia.json: ``{setting: {model: {protocol, excluded, action, justification, both, sensible_iou
 (percent), n, coverage, parse_failure_rate, call_failure_rate (shares 0-1), ci95: {metric: [low, high]},
-verified: {the same for the verified split; metrics null when it has no items}}}}``. ``protocol`` is the one the
+verified: {the same for the verified split; metrics null when it has no items}[, limit: {clips, seed}]}}}``;
+``limit`` only in a smoke run (egonormia.fetch.limit). ``protocol`` is the one the
 answers were asked under, and it says which items count (``egoeval.egonormia.protocols``): under ``official`` n is
 the official scorer's, an item whose action or justification call failed is left out, and one whose sensible answer
 and gold are both empty is not counted in n though its action and justification stay in the sums; ``excluded``
@@ -123,6 +124,9 @@ def main(argv: list[str] | None = None) -> int:
             params = benchmark_settings("egonormia")
             predictions = read_parquet(PREDICTIONS)
             metrics, categories, paired = score(items, predictions, params.score, split=params.fetch.split)
+            if params.fetch.limit is not None:  # a smoke run says so beside every figure it produced
+                for entry in (entry for models in metrics.values() for entry in models.values()):
+                    entry["limit"] = {"clips": params.fetch.limit, "seed": params.fetch.limit_seed}
             outputs.write(METRICS_FILE, json_bytes(metrics))
             outputs.write(CATEGORIES_FILE, categories.to_csv(index=False, lineterminator="\n").encode())
             outputs.write(PAIRED_FILE, csv_bytes(paired))

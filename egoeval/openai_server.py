@@ -3,7 +3,8 @@
 ``OpenAIServer`` runs http.server.ThreadingHTTPServer in a background thread on an ephemeral port. It has a
 fixed latency, a scripted answer policy (``KeyedPolicy`` answers EgoNormia questions correctly from an
 answer key by reading the displayed options back out of the prompt; a policy returns the reply text, a ``Served``
-reply with a refusal field or a finish reason beside its content, or raises ``Fault``), and fault injection: by
+reply with a refusal field or a finish reason beside its content, or raises ``Fault``; a completion reports ``usage``,
+``prompt_usage``), and fault injection: by
 schedule (the n-th request overall), per distinct request (its first k attempts) or at random by fraction. Replies
 name the requested model as served unless ``served_model`` says otherwise; ``echo_auth`` starts every completion
 with the request's Authorization header, as a careless proxy might. It records every request (headers and JSON
@@ -258,8 +259,35 @@ class OpenAIServer:
             self._in_flight -= 1
 
 
-def _completion(model: str, reply: Served) -> dict[str, Any]:
-    return {
+def prompt_usage(body: Mapping[str, Any]) -> int:
+    """The prompt tokens this server reports: text at 4 characters a token, each image by OpenAI's rule for the
+    gpt-4o class (``egoeval.egonormia.estimate``), as an endpoint's ``usage`` counts them."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    from egoeval.egonormia.estimate import CHARS_PER_TOKEN, image_tokens
+
+    chars, tokens = 0, 0
+    for message in body.get("messages") or []:
+        content = message.get("content")
+        for part in [{"type": "text", "text": content}] if isinstance(content, str) else content or []:
+            if part.get("type") == "text":
+                chars += len(part.get("text") or "")
+            elif part.get("type") == "image_url":
+                data = base64.b64decode(part["image_url"]["url"].split(",", 1)[1])
+                with Image.open(io.BytesIO(data)) as image:
+                    tokens += image_tokens(*image.size)
+    return tokens + -(-chars // CHARS_PER_TOKEN)
+
+
+def _completion(model: str, reply: Served, prompt_tokens: int | None = None) -> dict[str, Any]:
+    usage = {}
+    if prompt_tokens is not None:
+        completion_tokens = -(-len(reply.content or "") // 4)
+        usage = {"usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}}
+    return usage | {
         "id": "chatcmpl-test",
         "object": "chat.completion",
         "created": 0,
@@ -325,7 +353,7 @@ def _make_handler(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
                 echoed = f"Called with {self.headers.get('Authorization')}.\n{served.content}"
                 served = Served(echoed, served.refusal, served.finish_reason)
             model = server.served_model or str(body.get("model"))
-            self._send(200, json.dumps(_completion(model, served)).encode())
+            self._send(200, json.dumps(_completion(model, served, prompt_usage(body))).encode())
 
         def _write(self, data: bytes) -> None:
             self.wfile.write(data)

@@ -95,10 +95,13 @@ class ChatRequest:
 
 @dataclass(frozen=True)
 class Reply:
-    """A backend's answer: the reply text, and the model the endpoint says produced it ("" where none is named)."""
+    """A backend's answer: the reply text, the model the endpoint says produced it ("" where none is named) and the
+    tokens it says the call took (None where it reports none)."""
 
     text: str
     served_model: str = ""
+    prompt_tokens: int | None = None  # the endpoint's ``usage``, where it reports one
+    completion_tokens: int | None = None
 
 
 def redact(text: str, secret: str | None) -> str:

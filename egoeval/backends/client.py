@@ -12,6 +12,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from egoeval.backends import (
     Backend,
     BackendError,
@@ -19,6 +21,7 @@ from egoeval.backends import (
     EndpointDown,
     EndpointError,
     ModelEntry,
+    Reply,
     RequestRejected,
     make_backend,
     request_key,
@@ -28,6 +31,11 @@ from egoeval.cache import CACHE_MISS, ResponseCache
 from egoeval.errors import Interrupted
 
 FIRST_CALLS = 8  # when the first calls that reach an endpoint are all rejected alike, every call would be: stop
+
+
+def token_cost(prompt_tokens: float, completion_tokens: float, price: tuple[float, float]) -> float:
+    """USD for these tokens at ``price`` (USD per million prompt tokens, per million completion tokens)."""
+    return round((prompt_tokens * price[0] + completion_tokens * price[1]) / 1e6, 6)
 
 
 @contextmanager
@@ -87,6 +95,10 @@ class ModelClient:
         self._lock = threading.Lock()
         self.calls = 0  # completed calls that reached the backend (successes and failures)
         self.hits = 0
+        self.retries = 0  # attempts beyond each call's first
+        self.latencies: list[float] = []  # seconds per completed call that reached the backend, retries included
+        self.prompt_tokens = 0  # the endpoint's ``usage`` summed over this run's answered calls
+        self.completion_tokens = 0
         self.served: Counter[str] = Counter()  # the model each reply (sent or cached) names as serving it
         self._first: list[str] = []  # per call of the first FIRST_CALLS: the kind of its rejection, "" if none
         self.broken: EndpointError | EndpointDown | None = None  # once every call would fail, nothing more is sent
@@ -116,9 +128,16 @@ class ModelClient:
             raise self.broken
         start = time.monotonic()
         rejected = ""
+        attempts = 0
+
+        def attempt() -> Reply:
+            nonlocal attempts
+            attempts += 1
+            return self.backend.complete(request)
+
         try:
             reply = call_with_retries(
-                lambda: self.backend.complete(request),
+                attempt,
                 max_retries=self.max_retries,
                 base_delay=self.base_delay,
                 max_delay=self.max_delay,
@@ -137,13 +156,23 @@ class ModelClient:
         finally:
             with self._lock:
                 self.calls += 1
+                self.retries += max(attempts - 1, 0)
+                self.latencies.append(time.monotonic() - start)
             if not rejected:
                 self._note_first(None)
+        with self._lock:
+            self.prompt_tokens += reply.prompt_tokens or 0
+            self.completion_tokens += reply.completion_tokens or 0
         meta = {
             "backend": self.backend.name,
             "model": self.backend.model,
             "served_model": reply.served_model,
             "seconds": time.monotonic() - start,
+            **{
+                name: n
+                for name, n in (("prompt_tokens", reply.prompt_tokens), ("completion_tokens", reply.completion_tokens))
+                if n is not None
+            },
         }
         return self._done(key, *self.cache.put(key, reply.text, meta))
 
@@ -166,6 +195,20 @@ class ModelClient:
                 f"every call; {rejection.fix}"
             )
         raise self.broken
+
+    def ledger(self, price: tuple[float, float] | None = None) -> dict[str, Any]:
+        """What this client's calls cost in this run: calls sent, cache hits, retries, the endpoint's ``usage``
+        tokens, latency p50 / p95 (seconds; None without calls) and, at ``price`` (USD per million prompt and
+        completion tokens), the cost."""
+        with self._lock:
+            latencies = sorted(self.latencies)
+            prompt, completion = self.prompt_tokens, self.completion_tokens
+            entry: dict[str, Any] = {"calls": self.calls, "cache_hits": self.hits, "retries": self.retries}
+        entry |= {"prompt_tokens": prompt, "completion_tokens": completion}
+        for name, q in (("latency_p50_s", 0.5), ("latency_p95_s", 0.95)):
+            entry[name] = round(float(np.quantile(latencies, q)), 4) if latencies else None
+        entry["cost_usd"] = None if price is None else token_cost(prompt, completion, price)
+        return entry
 
     def served_note(self) -> str | None:
         """A line saying which other models the endpoint named as serving the replies, or None when none did."""

@@ -264,6 +264,22 @@ class _Answer:
         return None
 
 
+MAX_USAGE_TOKENS = 10**9  # a usage count beyond this is not believed
+
+
+def _usage(data: dict[str, Any]) -> tuple[int | None, int | None]:
+    """(prompt_tokens, completion_tokens) of the reply's ``usage``, each None when absent or not a sane count."""
+    usage = data.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+
+    def count(name: str) -> int | None:
+        value = usage.get(name)
+        ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_USAGE_TOKENS
+        return value if ok else None
+
+    return count("prompt_tokens"), count("completion_tokens")
+
+
 class OpenAIBackend(Backend):
     name: ClassVar[str] = "openai"
     supports_images: ClassVar[bool] = True
@@ -405,15 +421,16 @@ class OpenAIBackend(Backend):
         served = data.get("model") if isinstance(data.get("model"), str) else ""
         content = message.get("content")
         has_text = isinstance(content, str) and bool(content.strip())
+        tokens = _usage(data)
         if has_text and request.content_despite_refusal:
-            return Reply(content, _cut(served, 200))  # whatever else is said beside it
+            return Reply(content, _cut(served, 200), *tokens)  # whatever else is said beside it
         if message.get("refusal"):
             raise PermanentError(f"refusal: {_cut(str(message['refusal']), 200)}")
         if choice.get("finish_reason") == "content_filter":
             raise PermanentError("refusal: finish_reason content_filter")
         if not has_text:
             raise TransientError("empty completion")
-        return Reply(content, _cut(served, 200))
+        return Reply(content, _cut(served, 200), *tokens)
 
     def close(self) -> None:
         self._client.close()

@@ -18,7 +18,12 @@ class EgoNormia(Benchmark):
             "egoeval.egonormia.rescore",
             "main",
             "rescore EgoNormia predictions in the official eval-JSON layout",
-        )
+        ),
+        "estimate": (
+            "egoeval.egonormia.estimate",
+            "main",
+            "the calls, tokens and cost the next EgoNormia inference would take",
+        ),
     }
 
     def settings_model(self) -> Any:

@@ -10,7 +10,7 @@ Used by the egonormia_infer stage and by its sharded form (flows/shard.py).
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import as_completed
 from contextlib import ExitStack
 from pathlib import Path
@@ -36,8 +36,12 @@ from egoeval.egonormia.artifacts import (
 from egoeval.egonormia.protocols import Answer, Clip, Conversation, Protocol, Scene, registry
 from egoeval.egonormia.settings import EgoNormiaSettings, InferSettings, ModelSpec
 from egoeval.errors import TransientFailure
-from egoeval.io import PARAMS_FILE
+from egoeval.io import PARAMS_FILE, write_json
 from egoeval.settings import benchmark_settings
+
+LEDGER_FILE = "ledger-egonormia_infer.json"
+"""Beside the response cache: the last infer run's ledger per model (``ModelClient.ledger``). Not a DVC output: every
+number in it depends on what the cache held and on the endpoint's timing, so it would make the outputs differ."""
 
 
 class Runner:
@@ -111,9 +115,13 @@ def run_inference(
     infer: InferSettings,
     protocol: Protocol,
     root: Path = Path("."),
+    client_factory: Callable[..., ModelClient] = ModelClient.from_spec,
+    ledger: bool = False,
 ) -> pd.DataFrame:
     """Every answer of every model, one row per (id, setting, model, subtask), failures recorded in ``error``;
-    ``infer.cache_dir`` is relative to ``root``."""
+    ``infer.cache_dir`` is relative to ``root``. ``client_factory(spec, cache, cache_only=...)`` makes each model's
+    client (``egoeval estimate`` passes one that sends nothing); with ``ledger`` the run's ledger per model is
+    written to ``LEDGER_FILE`` beside the response cache."""
     frames = FrameStore(frames_index, frames_dir)
     texts = {row.id: (row.description or "", row.error) for row in descriptions.itertuples(index=False)}
     clips = [Clip(item.id, tuple(item.behaviors), tuple(item.justifications)) for item in items.itertuples(index=False)]
@@ -126,7 +134,7 @@ def run_inference(
         futures = []
         runners = []
         for model in models:
-            client = ModelClient.from_spec(model, cache, cache_only=cache_only())
+            client = client_factory(model, cache, cache_only=cache_only())
             stack.callback(client.close)
             runner = Runner(model, client, frames, texts, infer.seed, protocol)
             runners.append(runner)
@@ -148,8 +156,11 @@ def run_inference(
             for future in as_completed(futures):
                 rows.extend(future.result())
                 bar.update()
+        costs = {}
         for runner in runners:
             client = runner.client
+            price = runner.model.price
+            costs[runner.model.name] = client.ledger(None if price is None else (price.input, price.output))
             print(
                 f"infer: {runner.model.name}: {client.calls} calls, {client.hits} cache hits, "
                 f"limit {client.limiter.limit}/{client.limiter.max_limit}",
@@ -157,6 +168,8 @@ def run_inference(
             )
             if client.served_note():
                 print(f"infer: warning: {client.served_note()}", file=sys.stderr)
+        if ledger:
+            write_json(cache.path.parent / LEDGER_FILE, costs)
     table = pd.DataFrame(rows, columns=list(RESPONSE_COLUMNS))
     return table.sort_values(["id", "setting", "model", "subtask"], ignore_index=True)
 

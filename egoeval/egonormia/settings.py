@@ -97,6 +97,13 @@ def _url(value: str | None) -> str | None:
     return value
 
 
+class Price(Section):
+    """``egonormia.model.price``: USD per million tokens, as the provider bills them."""
+
+    input: NonNegativeFloat  # per million prompt tokens (images included)
+    output: NonNegativeFloat  # per million completion tokens
+
+
 class ModelSpec(Section):
     """A model entry: ``egonormia.model`` (every key written) or one of ``egonormia.baselines`` (backend and name)."""
 
@@ -112,6 +119,7 @@ class ModelSpec(Section):
     retry_base_s: NonNegativeFloat = 0.5
     retry_max_s: PositiveFloat = 30.0
     published_as: NonEmptyStr | None = None  # the model's name in the published results (egoeval compare)
+    price: Price | None = None  # for `egoeval estimate` and the run's ledger; null: tokens only, no cost
 
     @model_validator(mode="after")
     def _openai_needs_url(self) -> ModelSpec:

@@ -14,6 +14,10 @@ says when that is not the requested one). A request the endpoint refuses (HTTP 4
 stage writes nothing and fails when more than ``max_failure_rate`` of the answers failed (exit 75), or at once when
 every call would fail alike (exit 2: a wrong key, URL or model, the first calls all refused alike; exit 75: nothing
 answers at ``base_url``); the cached successes make the rerun cheap.
+
+Each run writes its ledger per model (calls sent, cache hits, retries, the endpoint's ``usage`` tokens, latency
+p50 / p95, cost at ``egonormia.model.price``) to ``<cache_dir>/ledger-egonormia_infer.json``, beside the cache and
+outside DVC's outputs: its numbers depend on the cache and the endpoint's timing, so the outputs stay reproducible.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def run() -> None:
         inputs = inference_inputs()
-        responses = run_inference(*inputs)
+        responses = run_inference(*inputs, ledger=True)
         check_failures(responses, inputs.infer.max_failure_rate)
         write_parquet(RESPONSES, responses)
         failed = int((responses["error"] != "").sum())

@@ -1,0 +1,194 @@
+"""``egoeval estimate``: what the next ``dvc repro`` of egonormia_infer would send, what it would take, what it costs.
+
+The estimate runs the infer stage's own code (``run_inference`` on the stage's inputs) with a client that sends
+nothing: a request whose key is in the response cache is answered from it, as the stage would; a request that is
+not is counted as a new call and answered the way the chance baseline answers (a usable reply), so the protocol
+goes on to the calls a usable answer leads to. The request keys are therefore exactly those the stage computes. A
+new call after a new call is counted as the stage makes it when the model's reply is usable: an unusable reply
+(under ``official``: an action answer with no number 1-5) skips its justification call, so that count is an upper
+bound.
+
+Tokens of a new call: its prompt tokens are the mean the endpoint reported (``usage``, kept in the cache's meta)
+for the cached calls of the same model, setting and question; without any, the prompt's text at 4 characters a
+token (OpenAI's rule of thumb for English) plus each image by OpenAI's rule for the gpt-4o class at detail
+``auto``/``high`` (``image_tokens``). Its completion tokens are the mean reported for those cached calls, else the
+model's ``max_tokens`` (an upper bound). No tokenizer is bundled for the OpenAI models (tiktoken fetches its tables
+at run time), so nothing is tokenized locally. Cost at ``egonormia.model.price`` (USD per million tokens).
+
+Needs the infer stage's inputs (data/egonormia/fetched, frames, descriptions.parquet): ``dvc repro
+egonormia_describe`` makes them (no model call with ``describe.source: dataset``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import math
+import threading
+from pathlib import Path
+from typing import Any
+
+from egoeval.stage import help_text
+
+CHARS_PER_TOKEN = 4  # OpenAI: "one token is about 4 characters of common English text"
+TILE_PX, TILE_TOKENS, BASE_TOKENS = 512, 170, 85  # OpenAI, gpt-4o class: 85 + 170 per 512 px tile
+FIT_PX, SHORT_SIDE_PX = 2048, 768  # first fit within 2048 x 2048, then the shorter side scaled down to 768
+
+
+def image_tokens(width: int, height: int) -> int:
+    """Prompt tokens of one image sent at detail ``high`` (``auto`` on a large image) to a gpt-4o class model.
+
+    OpenAI's documented rule: scale to fit within 2048 x 2048, then so that the shorter side is at most 768 px
+    (never up), then 85 tokens plus 170 per 512 px tile covering the image.
+    """
+    scale = min(1.0, FIT_PX / max(width, height))
+    width, height = width * scale, height * scale
+    scale = min(1.0, SHORT_SIDE_PX / min(width, height))
+    width, height = width * scale, height * scale
+    return BASE_TOKENS + TILE_TOKENS * math.ceil(width / TILE_PX) * math.ceil(height / TILE_PX)
+
+
+def rule_prompt_tokens(request: Any) -> int:
+    """A prompt's tokens by rule: its text at CHARS_PER_TOKEN characters a token, each image by ``image_tokens``."""
+    from PIL import Image
+
+    from egoeval.backends.base import ImagePart
+
+    chars, tokens = 0, 0
+    for message in request.messages:
+        for part in message.content:
+            if isinstance(part, ImagePart):
+                with Image.open(io.BytesIO(part.jpeg)) as image:  # the header only
+                    tokens += image_tokens(*image.size)
+            else:
+                chars += len(part.text)
+    return tokens + math.ceil(chars / CHARS_PER_TOKEN)
+
+
+def _dry_run_client() -> type:
+    from egoeval.backends import ChanceBackend, PermanentError, make_backend, request_key
+    from egoeval.backends.client import Completion, ModelClient
+
+    class DryRunClient(ModelClient):
+        """Answers from the response cache; records each miss (a call the stage would send) and answers it as the
+        chance baseline would. Sends nothing."""
+
+        def __init__(self, backend: Any, cache: Any) -> None:
+            super().__init__(backend, cache)
+            self._chance = ChanceBackend(backend.model)
+            self.cached: dict[str, dict[str, Any]] = {}  # key -> the cached reply's meta
+            self.missed: dict[str, Any] = {}  # key -> the request the stage would send
+            self._seen = threading.Lock()
+
+        @classmethod
+        def from_spec(cls, spec: Any, cache: Any, *, cache_only: bool = False) -> DryRunClient:
+            return cls(make_backend(spec), cache)
+
+        def complete(self, request: Any) -> Completion:
+            key = request_key(self.backend.name, self.backend.model, request)
+            found = self.cache.entry(key)
+            if found is not None:
+                with self._seen:
+                    self.cached[key] = found[1]
+                return Completion(found[0], "", key)
+            with self._seen:
+                self.missed[key] = request
+            try:
+                return Completion(self._chance.complete(request).text, "", key)
+            except PermanentError:  # not a multiple choice: the estimate cannot say what comes after it
+                return Completion("", "", key)
+
+    return DryRunClient
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def estimate(root: Path = Path(".")) -> list[dict[str, Any]]:
+    """One row per model and setting: calls (new, cached), expected prompt and completion tokens of the new calls,
+    and their cost at the model's price (None without one)."""
+    from egoeval.backends.client import token_cost
+    from egoeval.egonormia.inference import inference_inputs, run_inference
+
+    inputs = inference_inputs(root)
+    clients: list[Any] = []
+    dry_run = _dry_run_client()
+
+    def make(spec: Any, cache: Any, *, cache_only: bool = False) -> Any:
+        clients.append(dry_run.from_spec(spec, cache))
+        return clients[-1]
+
+    rows = run_inference(*inputs, client_factory=make)
+    rows = rows[rows["request_key"] != ""]
+    out = []
+    for model, client in zip(inputs.models, clients, strict=True):
+        mine = rows[rows["model"] == model.name]
+        measured: dict[tuple[str, str], tuple[list[float], list[float]]] = {}
+        for row in mine.itertuples(index=False):
+            meta = client.cached.get(row.request_key)
+            if meta is not None:
+                prompt, completion = measured.setdefault((row.setting, row.subtask), ([], []))
+                for name, into in (("prompt_tokens", prompt), ("completion_tokens", completion)):
+                    if isinstance(meta.get(name), int):
+                        into.append(meta[name])
+        for setting, group in mine.groupby("setting", sort=True):
+            new = group[group["request_key"].isin(client.missed)]
+            prompt_tokens = completion_tokens = 0.0
+            for row in new.itertuples(index=False):
+                prompt, completion = measured.get((row.setting, row.subtask), ([], []))
+                prompt_tokens += _mean(prompt) or rule_prompt_tokens(client.missed[row.request_key])
+                completion_tokens += _mean(completion) or model.max_tokens
+            price = model.price
+            out.append(
+                {
+                    "model": model.name,
+                    "setting": str(setting),
+                    "calls": len(group),
+                    "new": len(new),
+                    "cached": len(group) - len(new),
+                    "prompt_tokens": round(prompt_tokens),
+                    "completion_tokens": round(completion_tokens),
+                    "cost_usd": None
+                    if price is None
+                    else token_cost(prompt_tokens, completion_tokens, (price.input, price.output)),
+                }
+            )
+    return out
+
+
+def format_estimate(rows: list[dict[str, Any]]) -> str:
+    """The estimate as a fixed-width table with a total line."""
+    header = ("model", "setting", "calls", "new", "cached", "prompt tok", "completion tok", "cost USD")
+    lines = [header]
+    for r in rows:
+        cost = "-" if r["cost_usd"] is None else f"{r['cost_usd']:.4f}"
+        lines.append(
+            (
+                r["model"],
+                r["setting"],
+                *(f"{r[k]:,}" for k in ("calls", "new", "cached")),
+                f"{r['prompt_tokens']:,}",
+                f"{r['completion_tokens']:,}",
+                cost,
+            )
+        )
+    costs = [r["cost_usd"] for r in rows if r["cost_usd"] is not None]
+    total = ("total", "", *(f"{sum(r[k] for r in rows):,}" for k in ("calls", "new", "cached", "prompt_tokens")))
+    lines.append((*total, f"{sum(r['completion_tokens'] for r in rows):,}", f"{sum(costs):.4f}" if costs else "-"))
+    widths = [max(len(str(line[i])) for line in lines) for i in range(len(header))]
+    return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(line, widths, strict=True)) for line in lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="egoeval estimate", description=help_text(__doc__))
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
+    args = parser.parse_args(argv)
+    from egoeval.io import json_bytes
+    from egoeval.stage import run_stage
+
+    def body() -> None:
+        rows = estimate()
+        print(json_bytes(rows).decode() if args.json else format_estimate(rows))
+
+    return run_stage(body, benchmark="egonormia")

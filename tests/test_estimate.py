@@ -1,0 +1,116 @@
+"""`egoeval estimate` (calls, tokens and cost before a run) and the infer stage's ledger (after it), against the
+loopback OpenAI server."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import dvc, tool_env, write_params
+from hypothesis import given
+from hypothesis import strategies as st
+from PIL import Image
+
+from egoeval.backends import OpenAIBackend
+from egoeval.backends.base import ChatRequest, ImagePart, Message, TextPart
+from egoeval.backends.client import ModelClient, token_cost
+from egoeval.cache import ResponseCache
+from egoeval.egonormia.estimate import image_tokens, rule_prompt_tokens
+from egoeval.egonormia.inference import LEDGER_FILE
+from egoeval.openai_server import OpenAIServer, prompt_usage
+
+KEY_ENV = "EGOEVAL_ESTIMATE_TEST_KEY"
+
+
+# OpenAI's worked examples for gpt-4o (platform.openai.com/docs/guides/vision, "Calculating costs"):
+@pytest.mark.parametrize(
+    ("size", "tokens"),
+    [((1024, 1024), 765), ((2048, 4096), 1105), ((4096, 8192), 1105), ((512, 512), 255), ((320, 240), 255)],
+)
+def test_image_tokens_follow_openais_worked_examples(size: tuple[int, int], tokens: int) -> None:
+    assert image_tokens(*size) == tokens
+
+
+@given(st.integers(1, 20000), st.integers(1, 20000))
+def test_image_tokens_are_bounded_as_the_rule_says(width: int, height: int) -> None:
+    # at most 2048 x 768 after resizing: 4 x 2 tiles; at least one tile
+    assert 85 + 170 <= image_tokens(width, height) <= 85 + 170 * 8
+
+
+def jpeg(width: int, height: int) -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", (width, height), (90, 30, 10)).save(out, "JPEG")
+    return out.getvalue()
+
+
+def test_the_ledger_counts_calls_hits_retries_usage_and_cost(tmp_path: Path) -> None:
+    text = "Which action is normative? 1. wave 2. bow"
+    request = ChatRequest((Message("user", (TextPart(text), ImagePart(jpeg(1024, 1024)))),))
+    with OpenAIServer(per_request=["503"]) as server, ResponseCache(tmp_path / "c.sqlite") as cache:
+        client = ModelClient(OpenAIBackend("m", server.url, None, 10), cache, base_delay=0.01, max_delay=0.02)
+        first, again = client.complete(request), client.complete(request)
+        ledger = client.ledger((2.5, 10.0))
+        sent = [r.body for r in server.requests]
+    assert first.error == "" and again.response == first.response
+    assert len(sent) == 2 and ledger["calls"] == 1 and ledger["cache_hits"] == 1 and ledger["retries"] == 1
+    prompt = math.ceil(len(text) / 4) + 765
+    assert ledger["prompt_tokens"] == prompt == prompt_usage(sent[-1]) == rule_prompt_tokens(request)
+    completion = math.ceil(len(first.response) / 4)
+    assert ledger["completion_tokens"] == completion
+    assert ledger["cost_usd"] == pytest.approx((prompt * 2.5 + completion * 10.0) / 1e6)
+    assert ledger["cost_usd"] == token_cost(prompt, completion, (2.5, 10.0))
+    assert 0 < ledger["latency_p50_s"] <= ledger["latency_p95_s"]
+    meta = ResponseCache(tmp_path / "c.sqlite").entry(first.key)[1]
+    assert (meta["prompt_tokens"], meta["completion_tokens"]) == (prompt, completion)
+
+
+def egoeval(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "egoeval.cli", *args],
+        cwd=root,
+        env=tool_env(**{KEY_ENV: "sk-estimate"}),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+@pytest.mark.slow
+def test_the_estimate_equals_the_calls_and_cached_share_of_the_run(reproduced: Path, tmp_path: Path) -> None:
+    root = shutil.copytree(reproduced, tmp_path / "repo", symlinks=True)
+    with OpenAIServer() as server:
+        model = {"backend": "openai", "name": "loopback-vlm", "base_url": server.url, "api_key_env": KEY_ENV}
+        model["price"] = {"input": 2.5, "output": 10.0}
+        # a first smoke run fills the response cache for a few clips; the next, larger run finds part of it there
+        write_params(root, {"egonormia": {"model": model, "fetch": {"limit": 5}}})
+        first = dvc(root, "repro", "egonormia_infer", **{KEY_ENV: "sk-estimate"})
+        assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+        write_params(root, {"egonormia": {"model": model, "fetch": {"limit": 11}}})
+        inputs = dvc(root, "repro", "egonormia_describe", **{KEY_ENV: "sk-estimate"})
+        assert inputs.returncode == 0, inputs.stdout[-3000:] + inputs.stderr[-3000:]
+        before = len(server.requests)
+        estimated = egoeval(root, "estimate", "--json")
+        assert estimated.returncode == 0, estimated.stderr[-3000:]
+        assert len(server.requests) == before  # the estimate sends nothing
+        table = egoeval(root, "estimate")
+        assert table.returncode == 0 and "loopback-vlm" in table.stdout and "total" in table.stdout
+        run = dvc(root, "repro", "egonormia_infer", **{KEY_ENV: "sk-estimate"})
+        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+        sent = [r.body for r in server.requests[before:]]
+    rows = [r for r in json.loads(estimated.stdout) if r["model"] == "loopback-vlm"]
+    assert {r["setting"] for r in rows} == {"blind", "pipeline", "video"}
+    new, cached = sum(r["new"] for r in rows), sum(r["cached"] for r in rows)
+    assert new > 0 and cached > 0  # a mixed run: the test sees both shares
+    assert new == len(sent)  # the server counts every request
+    ledger = json.loads((root / ".egoeval-cache" / LEDGER_FILE).read_text())["loopback-vlm"]
+    assert (ledger["calls"], ledger["cache_hits"], ledger["retries"]) == (new, cached, 0)
+    assert ledger["prompt_tokens"] == sum(prompt_usage(body) for body in sent)
+    assert ledger["cost_usd"] == token_cost(ledger["prompt_tokens"], ledger["completion_tokens"], (2.5, 10.0))
+    estimated_prompt = sum(r["prompt_tokens"] for r in rows)
+    assert abs(estimated_prompt - ledger["prompt_tokens"]) <= 0.1 * ledger["prompt_tokens"], (estimated_prompt, ledger)

@@ -15,7 +15,11 @@ import yaml
 from conftest import REPO, dvc, write_params
 from hypothesis import given
 from hypothesis import strategies as st
+from test_egohumans_official_layout import SET, build_official_download
 
+from egoeval.egohumans.fetching import fetch as egohumans_fetch
+from egoeval.egohumans.fetching import write_root_manifest
+from egoeval.egohumans.settings import FetchSettings as EgoHumansFetch
 from egoeval.egonormia.schema import CATEGORIES, N_OPTIONS, limit_items, read_folder, stratified_quotas, stratum
 from egoeval.egonormia.settings import FetchSettings
 from stages.egonormia.fetch import fetch
@@ -135,3 +139,39 @@ def test_dvc_repro_with_limits_is_a_smoke_run(reproduced: Path, tmp_path: Path) 
     assert sequences["limit"] == 1 and len(sequences["sequences"]) == 1
     scored = pd.read_csv(root / "plots/egohumans/sequences.csv")
     assert set(scored["sequence"]) - {"COMBINED"} == {sequences["sequences"][0]["name"]}
+
+
+def official_download_settings(root: Path, limit: int | None) -> EgoHumansFetch:
+    return EgoHumansFetch.model_validate(
+        {
+            "source": "local",
+            "path": str(root),
+            "annotation": f"{SET}/tracking_{{modality}}.json",
+            "modality": "ego_rgb",
+            "manifest": str(root / "manifest.sha256"),
+            "detections": None,
+            "duplicate_videos": "error",
+            "camera_model": "aria_fisheye",
+            "limit": limit,
+        }
+    )
+
+
+def test_egohumans_limit_keeps_only_the_first_sequences(tmp_path: Path) -> None:
+    root = tmp_path / "egohumans"
+    build_official_download(root)
+    write_root_manifest(root, official_download_settings(root, None), ["gt", "official"])
+    whole = egohumans_fetch(official_download_settings(root, None), tmp_path / "all", ["gt", "official"])
+    names = sorted(s["name"] for s in whole["sequences"])
+    assert len(names) == 2 and "limit" not in whole
+    summary = egohumans_fetch(official_download_settings(root, 1), tmp_path / "one", ["gt", "official"])
+    assert summary["limit"] == 1 and [s["name"] for s in summary["sequences"]] == names[:1]
+    for table in ("images.parquet", "detections_official.parquet"):
+        assert set(pd.read_parquet(tmp_path / "one" / table)["sequence"]) <= {names[0]}
+    assert sorted(p.stem for p in (tmp_path / "one" / "gt").iterdir()) == names[:1]
+    kept = pd.read_parquet(tmp_path / "all" / "detections_official.parquet").query("sequence == @names[0]")
+    assert (
+        pd.read_parquet(tmp_path / "one" / "detections_official.parquet")
+        .reset_index(drop=True)
+        .equals(kept.reset_index(drop=True))
+    )

@@ -16,7 +16,8 @@ model's ``max_tokens`` (an upper bound). No tokenizer is bundled for the OpenAI 
 at run time), so nothing is tokenized locally. Cost at ``egonormia.model.price`` (USD per million tokens).
 
 Needs the infer stage's inputs (data/egonormia/fetched, frames, descriptions.parquet): ``dvc repro
-egonormia_describe`` makes them (no model call with ``describe.source: dataset``).
+egonormia_describe`` makes them (no model call with ``describe.source: dataset``; with ``model`` that stage's
+calls are made then, and are not in the estimate).
 """
 
 from __future__ import annotations
@@ -90,6 +91,7 @@ def _dry_run_client() -> type:
             if found is not None:
                 with self._seen:
                     self.cached[key] = found[1]
+                    self.hits += 1
                 return Completion(found[0], "", key)
             with self._seen:
                 self.missed[key] = request

@@ -113,4 +113,5 @@ def test_the_estimate_equals_the_calls_and_cached_share_of_the_run(reproduced: P
     assert ledger["prompt_tokens"] == sum(prompt_usage(body) for body in sent)
     assert ledger["cost_usd"] == token_cost(ledger["prompt_tokens"], ledger["completion_tokens"], (2.5, 10.0))
     estimated_prompt = sum(r["prompt_tokens"] for r in rows)
+    print(f"estimate: {new} new, {cached} cached, {estimated_prompt} prompt tokens; run: {ledger}")
     assert abs(estimated_prompt - ledger["prompt_tokens"]) <= 0.1 * ledger["prompt_tokens"], (estimated_prompt, ledger)

@@ -27,6 +27,7 @@ import yaml
 from conftest import REPO, dvc
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.stats import binom
 
 from egoeval.egonormia.positions import N_OPTIONS, balance_positions, canonical, position_counts, reorder_clip
 from egoeval.egonormia.protocols import recorded
@@ -150,7 +151,11 @@ def test_the_committed_sample_is_the_generators_output_with_balanced_gold_positi
 @pytest.mark.parametrize("option", range(N_OPTIONS))
 def test_a_constant_answerer_scores_within_chance_on_the_sample(option: int) -> None:
     items = sample_items()
-    assert outside_chance(constant_answers(items, option), items) == {}
+    rows = constant_answers(items, option)
+    assert outside_chance(rows, items) == {}
+    # for action the permutation null is Binomial(n, 1/5): its interval as SciPy computes it
+    low, high = chance_interval([null_of_clip(*clip)[0] for clip in clip_table(rows, items)])
+    assert [low, high] == list(binom.ppf([ALPHA / 2, 1 - ALPHA / 2], len(items), 1 / N_OPTIONS))
 
 
 def test_the_interval_finds_the_shortcut_of_a_sample_with_the_gold_first() -> None:

@@ -1,10 +1,10 @@
 """A real OpenAI-compatible chat completions server on 127.0.0.1, for tests and benchmarks.
 
-``OpenAIServer`` runs http.server.ThreadingHTTPServer in a background thread on an ephemeral port. It has a
-fixed latency, a scripted answer policy (``KeyedPolicy`` answers EgoNormia questions correctly from an
-answer key by reading the displayed options back out of the prompt; a policy returns the reply text, a ``Served``
-reply with a refusal field or a finish reason beside its content, or raises ``Fault``; a completion reports ``usage``,
-``prompt_usage``), and fault injection: by
+``OpenAIServer`` runs http.server.ThreadingHTTPServer in a background thread on an ephemeral port. It has a fixed
+latency, a scripted answer policy (``PositionPolicy`` answers by position alone, e.g. always option k;
+``KeyedPolicy`` answers EgoNormia questions correctly from an answer key by reading the displayed options back out
+of the prompt; a policy returns the reply text, a ``Served`` reply with a refusal field or a finish reason beside
+its content, or raises ``Fault``; a completion reports ``usage``, ``prompt_usage``), and fault injection: by
 schedule (the n-th request overall), per distinct request (its first k attempts) or at random by fraction. Replies
 name the requested model as served unless ``served_model`` says otherwise; ``echo_auth`` starts every completion
 with the request's Authorization header, as a careless proxy might. It records every request (headers and JSON
@@ -92,14 +92,37 @@ class Fault(Exception):
         self.kind = kind
 
 
-def default_policy(body: dict[str, Any]) -> str:
-    """Always option 1 (or [1] when several may be picked); a short text when there are no options."""
-    text = last_user_text(body)
-    if _OFFICIAL_OPTIONS.search(text):
-        return "Let me think step by step.\n[1]" if "PYTHON LIST" in text else "Let me think step by step.\n1"
-    if not _OPTION.search(text):
-        return "A person stands in a kitchen talking to a friend."
-    return "Let me think step by step.\nAnswer: [1]" if "Answer: [" in text else "Let me think step by step.\nAnswer: 1"
+class PositionPolicy:
+    """Answers by position alone, never reading the options: option p (1-based) with probability
+    ``weights[p - 1]``, drawn from a hash of the seed and the question's text (the same question, the same answer);
+    a question that takes several answers gets the drawn position as a one-element list. One weight: always
+    option 1. Official-protocol prompts are answered the official way (the number last), others with ``Answer:``;
+    a prompt without options (a description request) gets a short description."""
+
+    def __init__(self, weights: Sequence[float], seed: int = 0) -> None:
+        if not weights or min(weights) < 0 or sum(weights) <= 0:
+            raise ValueError(f"weights must be non-negative with a positive sum, got {list(weights)}")
+        self.weights = list(weights)
+        self.seed = seed
+
+    @classmethod
+    def constant(cls, option: int) -> PositionPolicy:
+        """Always option ``option`` (1-based)."""
+        return cls([0.0] * (option - 1) + [1.0])
+
+    def __call__(self, body: dict[str, Any]) -> str:
+        text = last_user_text(body)
+        official = _OFFICIAL_OPTIONS.search(text) is not None
+        if not official and not _OPTION.search(text):
+            return "A person stands in a kitchen talking to a friend."
+        draw = random.Random(hashlib.sha256(f"{self.seed}\0{text}".encode()).digest())
+        pick = draw.choices(range(1, len(self.weights) + 1), self.weights)[0]
+        several = "PYTHON LIST" in text if official else "Answer: [" in text
+        answer = f"[{pick}]" if several else str(pick)
+        return f"Let me think step by step.\n{answer if official else 'Answer: ' + answer}"
+
+
+default_policy = PositionPolicy([1.0])  # always option 1 (or [1] when several may be picked)
 
 
 class KeyedPolicy:

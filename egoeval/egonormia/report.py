@@ -283,7 +283,7 @@ def clips_section(root: Path, count: int) -> str:
     return (
         '<section id="egonormia-clips"><h2>EgoNormia clips</h2>'
         f"<p>{len(chosen)} of {len(items)} clips, those the most models get wrong first. Options are lettered in the "
-        "dataset's order (A–E); each model saw them shuffled, as its replies note. "
+        f"dataset's order (A–E); {option_order_note(responses)} "
         '<span class="ok">green</span>: right, <span class="bad">red</span>: wrong.</p>'
         '<div class="controls"><input id="clip-filter" type="search" placeholder="filter by id or category">'
         '<label><input id="clip-wrong" type="checkbox"> only clips some model gets wrong</label> '
@@ -292,12 +292,24 @@ def clips_section(root: Path, count: int) -> str:
     )
 
 
+def option_order_note(responses: pd.DataFrame) -> str:
+    """How the models saw the options, per protocol, from the recorded permutations (not from the protocol's name)."""
+    notes = []
+    for protocol, replies in responses.groupby(responses["protocol"].astype(str), sort=True):
+        shuffled = any(list(map(int, p)) != list(range(len(p))) for p in replies["permutation"])
+        notes.append(
+            f"under protocol {esc(protocol)} the models saw them "
+            + ("shuffled, as their replies note" if shuffled else "in this order")
+        )
+    return "; ".join(notes) + "." if notes else "no model replies are recorded."
+
+
 def read_predictions(path: Path) -> pd.DataFrame:
     return read_parquet(path, PREDICTION_COLUMNS)
 
 
 def read_responses(path: Path) -> pd.DataFrame:
-    return read_parquet(path, ("id", "setting", "model", "subtask", "permutation", "response", "error"))
+    return read_parquet(path, ("id", "setting", "model", "protocol", "subtask", "permutation", "response", "error"))
 
 
 def paired_section(paired: pd.DataFrame, protocols: list[str], dataset: str, confidence: float) -> str:

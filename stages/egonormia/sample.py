@@ -9,6 +9,10 @@ rerun gives byte-identical files (OpenCV ``VideoWriter``, fourcc ``mp4v``).
 ``data/egonormia/sample/manifest.sha256`` (clips.json and every video) from the files on disk; the fetch stage
 checks the sample against it, which is how a regenerated sample is proven identical to the pinned one.
 
+``python -m stages.egonormia.sample --balance-positions [--seed N]`` rewrites ``clips.json`` with every clip's
+options reordered so gold actions, sensible options and the empty slot spread evenly over the five positions
+(``egoeval.egonormia.positions``; seed 0 made the committed file). Videos do not depend on the option order.
+
 A clip's ``video_spec`` (extra field, ignored by readers of the official layout)::
 
     {"background": [r, g, b],        # wall or sky
@@ -33,6 +37,7 @@ import itertools
 import json
 import math
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -42,10 +47,11 @@ import cv2
 import numpy as np
 from tqdm import tqdm
 
+from egoeval.egonormia.positions import balance_positions, position_counts
 from egoeval.egonormia.schema import read_official_json, source_files
 from egoeval.egonormia.settings import SampleSettings
 from egoeval.errors import InputError
-from egoeval.io import write_manifest
+from egoeval.io import atomic_write_text, write_manifest
 from egoeval.settings import benchmark_settings
 from egoeval.stage import run_stage
 
@@ -62,6 +68,7 @@ SWAY = (0.018, 0.012)  # head sway / bob amplitude, fractions of width / height
 SWAY_HZ, BOB_HZ, ROLL_HZ = 0.35, 1.8, 0.25
 STRIPES = 8
 LINE = cv2.LINE_AA
+NUMBER_LIST = re.compile(r"\[\s+(-?[0-9][0-9.eE+-]*(?:,\s+-?[0-9][0-9.eE+-]*)*)\s+\]")  # a multi-line [1, 2.5]
 # ~300 kbit/s and a keyframe every 2 s keep a 6 s clip near 200 KB; fixed here so reruns are byte-identical
 WRITER_PARAMS = [cv2.VIDEOWRITER_PROP_BITRATE, 300_000, cv2.VIDEOWRITER_PROP_GOP_SIZE, 60]
 
@@ -383,13 +390,34 @@ def write_sample_manifest(sample_dir: str | Path = SAMPLE_DIR, manifest: str | P
     return names
 
 
+def _clips_json(clips: dict[str, Any]) -> str:
+    """clips.json's layout: two-space indent, lists of numbers on one line."""
+    text = json.dumps(clips, indent=2, ensure_ascii=False) + "\n"
+    return NUMBER_LIST.sub(lambda m: "[" + re.sub(r",\s+", ", ", m[1]) + "]", text)
+
+
+def write_balanced_clips(clips_path: str | Path, seed: int) -> dict[str, list[int]]:
+    """Rewrite clips.json with its options spread over the positions; return the new per-position counts."""
+    read_official_json(clips_path)  # the items schema checks every clip first
+    clips = balance_positions(json.loads(Path(clips_path).read_bytes()), seed)
+    atomic_write_text(clips_path, _clips_json(clips))
+    return position_counts(clips)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m stages.egonormia.sample", description=__doc__.splitlines()[0])
     parser.add_argument("--write-manifest", action="store_true", help=f"rewrite {MANIFEST} from the files on disk")
+    parser.add_argument(
+        "--balance-positions", action="store_true", help=f"rewrite {CLIPS_FILE} with options spread over positions"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="--balance-positions: the seed (default 0)")
     args = parser.parse_args(argv)
 
     def body() -> None:
-        if args.write_manifest:
+        if args.balance_positions:
+            counts = write_balanced_clips(CLIPS_FILE, args.seed)
+            print(f"rewrote {CLIPS_FILE}; clips per position: {counts}", file=sys.stderr)
+        elif args.write_manifest:
             names = write_sample_manifest()
             print(f"wrote {MANIFEST} ({len(names)} files)", file=sys.stderr)
         else:

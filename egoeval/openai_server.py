@@ -430,7 +430,11 @@ def _make_handler(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
                 self._send(404, b'{"error": {"message": "not found"}}')
                 return
             with server._lock:
-                stats = {"requests": len(server.requests), "peak_in_flight": server.peak_in_flight}
+                stats = {
+                    "requests": len(server.requests),
+                    "peak_in_flight": server.peak_in_flight,
+                    "batches": server.batches_created,
+                }
             self._send(200, json.dumps(stats).encode())
 
         def do_POST(self) -> None:
@@ -544,8 +548,9 @@ def main(argv: list[str] | None = None) -> int:
     """Serve in the foreground (a separate process keeps the server off the client's GIL); prints the URL."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--latency-s", type=float, default=0.0)
+    parser.add_argument("--batch-turnaround-s", type=float, default=0.0)
     args = parser.parse_args(argv)
-    server = OpenAIServer(latency_s=args.latency_s)
+    server = OpenAIServer(latency_s=args.latency_s, batch_turnaround_s=args.batch_turnaround_s)
     print(server.url, flush=True)
     try:
         server._httpd.serve_forever(poll_interval=0.02)

@@ -25,22 +25,26 @@ from test_infer import (
     write_stage_inputs,
 )
 
+from egoeval.backends import EndpointError
 from egoeval.backends.batch import STATE_FILE
 from egoeval.egonormia.artifacts import BATCHES, RESPONSES
 from egoeval.egonormia.inference import run_inference
 from egoeval.egonormia.protocols import registry
+from egoeval.errors import TransientFailure
 from egoeval.openai_server import KeyedPolicy, OpenAIServer
 
 FAST_POLL = {"batch_poll_s": 0.02, "batch_deadline_s": 30.0, "batch_max_requests": 50_000}
 
 
-def infer(tmp_path: Path, server: OpenAIServer, items: pd.DataFrame, backend: str, protocol: str) -> pd.DataFrame:
+def infer(
+    tmp_path: Path, server: OpenAIServer, items: pd.DataFrame, backend: str, protocol: str, **extra: object
+) -> pd.DataFrame:
     """run_inference of one keyed model through ``backend``, with its own cache and request-file folder."""
     root = tmp_path / backend
     infer_settings, _ = infer_params(root)
     frames = root / "frames"
     index = write_frames(frames, items)
-    spec = models(model_spec(server, backend=backend, **FAST_POLL))
+    spec = models(model_spec(server, backend=backend, **FAST_POLL | extra))
     table = run_inference(
         items, index, frames, descriptions_of(items), spec, infer_settings, registry()[protocol], root=root
     )
@@ -158,3 +162,28 @@ def test_a_run_killed_while_polling_resumes_its_batch_and_pays_once(
     assert (responses["error"] == "").all() and len(responses) == 3 * 3 * 3
     assert json.loads(state.read_text()) == {"batches": []}
     assert len(list((tmp_path / BATCHES).glob("*.jsonl"))) == 2
+
+
+def test_batches_not_done_by_the_deadline_stop_the_run_and_a_rerun_resumes_them(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    items = make_items(2)
+    with OpenAIServer(policy=KeyedPolicy.from_items(items), batch_turnaround_s=3600) as server:
+        monkeypatch.setitem(FAST_POLL, "batch_deadline_s", 0.3)
+        with pytest.raises(TransientFailure, match=r"batches batch_0 not done within batch_deadline_s .*run again"):
+            infer(tmp_path, server, items, "openai_batch", "egoeval")
+        server.batch_turnaround_s = 0.0
+        monkeypatch.setitem(FAST_POLL, "batch_deadline_s", 30.0)
+        assert (infer(tmp_path, server, items, "openai_batch", "egoeval")["error"] == "").all()
+    assert server.batches_created == 2  # the first round's batch once, then the second round's
+    assert not any(r.via == "online" for r in server.requests)
+
+
+@pytest.mark.bad_input
+def test_an_endpoint_without_the_batch_api_stops_the_run_naming_it(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    items = make_items(1)
+    with OpenAIServer(echo_auth=True) as server:
+        elsewhere = server.url + "/chat-only"  # answers 404 to /files, as a server without the Batch API does
+        with pytest.raises(EndpointError, match=r"chat-only/files answered http 404: .*Batch API") as error:
+            infer(tmp_path, server, items, "openai_batch", "official", base_url=elsewhere)
+    assert SECRET not in str(error.value) and server.batches_created == 0

@@ -68,6 +68,7 @@ class Recorded:
     body: dict[str, Any]
     fault: str | None
     via: str = "online"  # online | batch
+    raw: bytes = b""  # the body as sent (online requests)
 
 
 def last_user_text(body: Mapping[str, Any]) -> str:
@@ -249,7 +250,9 @@ class OpenAIServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _admit(self, headers: dict[str, str], body: dict[str, Any], via: str = "online") -> str | None:
+    def _admit(
+        self, headers: dict[str, str], body: dict[str, Any], via: str = "online", raw: bytes = b""
+    ) -> str | None:
         """Record the request and choose its fault (None: answer normally)."""
         digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
         with self._lock:
@@ -264,7 +267,7 @@ class OpenAIServer:
                 fault = self._rng.choice(self.fault_kinds)
             else:
                 fault = None
-            self.requests.append(Recorded(headers, body, fault, via))
+            self.requests.append(Recorded(headers, body, fault, via, raw))
             self._in_flight += 1
             self.peak_in_flight = max(self.peak_in_flight, self._in_flight)
         return fault
@@ -450,7 +453,7 @@ def _make_handler(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
                 self._send(404, b'{"error": {"message": "not found"}}')
                 return
             body = json.loads(raw)
-            fault = server._admit(dict(self.headers.items()), body)
+            fault = server._admit(dict(self.headers.items()), body, raw=raw)
             try:
                 time.sleep(server.latency_s)
                 self._respond(fault, body)

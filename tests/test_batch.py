@@ -76,6 +76,10 @@ def test_batch_answers_equal_online_answers_and_the_requests_are_identical(
     assert len(records) == batch_server.batches_created
     sent = sorted(json.dumps(json.loads(line)["body"], ensure_ascii=False) for f in records for line in f.open())
     assert sent == bodies(batch_server, "batch")  # the request files are exactly what was asked
+    # byte for byte: each request file line's body is the body an online call sends (its last field)
+    lines = [line.rstrip(b"\n") for f in records for line in f.open("rb")]
+    in_files = sorted(line[line.index(b',"body":') + len(b',"body":') : -1] for line in lines)
+    assert in_files == sorted(r.raw for r in online_server.requests)
     for file in tmp_path.rglob("*"):
         if file.is_file():
             assert SECRET.encode() not in file.read_bytes(), file

@@ -318,7 +318,8 @@ def request_file_text(backend: OpenAIBatchBackend, requests: dict[str, ChatReque
             {"custom_id": key, "method": "POST", "url": CHAT_URL, "body": request_body(backend.model, request)},
             ensure_ascii=False,
             separators=(",", ":"),
-        )
+            allow_nan=False,
+        )  # as httpx encodes a JSON body: the body's bytes in the file are the bytes an online call sends
         for key, request in requests.items()
     ]
     key = os.environ.get(backend.api_key_env) if backend.api_key_env else None

@@ -355,37 +355,34 @@ def _ensure_created(backend: OpenAIBatchBackend, state: BatchState, batch: Submi
 def _wait(
     backend: OpenAIBatchBackend, batches: list[Submitted], deadline: float, label: str, state: BatchState
 ) -> list[dict[str, Any]]:
-    """Poll every ``poll_s`` until each batch is done; TransientFailure at the deadline (the ids stay recorded)."""
-    done: dict[str, dict[str, Any]] = {}
+    """Poll every ``poll_s`` until each batch is done, printing each batch's status and counts when they change;
+    TransientFailure at the deadline (the ids stay recorded)."""
+    latest: dict[str, dict[str, Any]] = {}
     shown = ""
     while True:
         for batch in batches:
-            if batch.batch_id not in done:
-                answer = backend.retrieve(str(batch.batch_id))
-                if answer.get("status") in DONE:
-                    done[str(batch.batch_id)] = answer
-        counts = [backend_counts(done.get(str(b.batch_id))) for b in batches]
-        line = f"{label}: {len(done)} of {len(batches)} batch(es) done"
+            if latest.get(str(batch.batch_id), {}).get("status") not in DONE:
+                latest[str(batch.batch_id)] = backend.retrieve(str(batch.batch_id))
+        line = "; ".join(_progress(batch_id, answer) for batch_id, answer in latest.items())
         if line != shown:
-            print(line + "".join(counts), file=sys.stderr)
+            print(f"{label}: {line}", file=sys.stderr)
             shown = line
-        if len(done) == len(batches):
-            return [done[str(b.batch_id)] for b in batches]
+        waiting = [batch_id for batch_id, answer in latest.items() if answer.get("status") not in DONE]
+        if not waiting:
+            return [latest[str(b.batch_id)] for b in batches]
         if time.monotonic() + backend.poll_s > deadline:
-            waiting = ", ".join(str(b.batch_id) for b in batches if b.batch_id not in done)
             raise TransientFailure(
-                f"{label}: batches {waiting} not done within batch_deadline_s ({backend.deadline_s:g} s); their ids "
-                f"are recorded in {state.path}: run again to resume them (nothing is submitted twice)"
+                f"{label}: batches {', '.join(waiting)} not done within batch_deadline_s ({backend.deadline_s:g} s); "
+                f"their ids are recorded in {state.path}: run again to resume them (nothing is submitted twice)"
             )
         time.sleep(backend.poll_s)
 
 
-def backend_counts(batch: dict[str, Any] | None) -> str:
-    """``; <id> <status> <completed>/<total>`` for a finished batch, "" otherwise."""
-    if batch is None:
-        return ""
-    counts = batch.get("request_counts") if isinstance(batch.get("request_counts"), dict) else {}
-    return f"; {_cut(str(batch.get('id')), 80)} {batch.get('status')} {counts.get('completed')}/{counts.get('total')}"
+def _progress(batch_id: str, answer: dict[str, Any]) -> str:
+    """``<id> <status> <completed>/<total>`` (counts as the endpoint reports them)."""
+    counts = answer.get("request_counts") if isinstance(answer.get("request_counts"), dict) else {}
+    status = _cut(str(answer.get("status")), 40)
+    return f"{batch_id} {status} {counts.get('completed', '?')}/{counts.get('total', '?')}"
 
 
 def _merge(

@@ -399,7 +399,11 @@ def _merge(
     limit = len(asked) * (reply_byte_limit(max(r.decoding.max_tokens for r in requests.values())) + LINE_ENVELOPE_BYTES)
     answered: set[str] = set()
     output = answer.get("output_file_id")
-    text = backend.content(_id(answer, "output_file_id", batch.input_file_id), limit) if output else ""
+    text = (
+        backend.content(_id(answer, "output_file_id", f"{backend.base_url}/batches/{batch.batch_id}"), limit)
+        if output
+        else ""
+    )
     for line in text.splitlines():
         try:
             row = json.loads(line)

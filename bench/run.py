@@ -10,6 +10,7 @@ from bench import save
 BENCHES = [
     "bench.frames",
     "bench.infer_throughput",
+    "bench.batch_vs_online",
     "bench.score_tracks",
     "bench.official_protocol",
     "bench.trackers",

@@ -9,12 +9,20 @@ schedule (the n-th request overall), per distinct request (its first k attempts)
 name the requested model as served unless ``served_model`` says otherwise; ``echo_auth`` starts every completion
 with the request's Authorization header, as a careless proxy might. It records every request (headers and JSON
 body) and the peak number of requests in flight.
+
+It also offers the OpenAI Batch API (``POST /v1/files``, ``POST /v1/batches``, ``GET /v1/batches[/{id}]``,
+``GET /v1/files/{id}/content``): each line of a batch is answered as the same request sent online would be (the
+same policy and fault injection, recorded with ``via="batch"``), ``batch_turnaround_s`` after the batch was
+created; ``batch_outcomes[n]`` makes the n-th batch ``expired`` (its second half unanswered, in the error file as
+``batch_expired``) or ``failed`` (nothing answered). ``batches_created`` counts the batches created.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import email.parser
+import email.policy
 import hashlib
 import json
 import random
@@ -60,6 +68,8 @@ class Recorded:
     headers: dict[str, str]
     body: dict[str, Any]
     fault: str | None
+    via: str = "online"  # online | batch
+    raw: bytes = b""  # the body as sent (online requests)
 
 
 def last_user_text(body: Mapping[str, Any]) -> str:
@@ -206,6 +216,8 @@ class OpenAIServer:
         served_model: str | None = None,
         echo_auth: bool = False,
         huge_bytes: int = 50_000_000,
+        batch_turnaround_s: float = 0.0,
+        batch_outcomes: Sequence[str] = (),
     ) -> None:
         """``schedule[n]`` is the fault of the n-th request overall; ``per_request[k]`` the fault of the k-th
         attempt of each distinct request body; otherwise a fault from ``fault_kinds`` with ``fault_rate``."""
@@ -223,6 +235,11 @@ class OpenAIServer:
         self.served_model = served_model
         self.echo_auth = echo_auth
         self.huge_bytes = huge_bytes
+        self.batch_turnaround_s = batch_turnaround_s
+        self.batch_outcomes = list(batch_outcomes)
+        self.files: dict[str, bytes] = {}
+        self.batches: dict[str, dict[str, Any]] = {}
+        self.batches_created = 0
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._attempts: dict[str, int] = {}
@@ -257,7 +274,9 @@ class OpenAIServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _admit(self, headers: dict[str, str], body: dict[str, Any]) -> str | None:
+    def _admit(
+        self, headers: dict[str, str], body: dict[str, Any], via: str = "online", raw: bytes = b""
+    ) -> str | None:
         """Record the request and choose its fault (None: answer normally)."""
         digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
         with self._lock:
@@ -272,7 +291,7 @@ class OpenAIServer:
                 fault = self._rng.choice(self.fault_kinds)
             else:
                 fault = None
-            self.requests.append(Recorded(headers, body, fault))
+            self.requests.append(Recorded(headers, body, fault, via, raw))
             self._in_flight += 1
             self.peak_in_flight = max(self.peak_in_flight, self._in_flight)
         return fault
@@ -280,6 +299,100 @@ class OpenAIServer:
     def _done(self) -> None:
         with self._lock:
             self._in_flight -= 1
+
+    # ------------------------------------------------------------------ the Batch API
+
+    def upload(self, content: bytes) -> dict[str, Any]:
+        with self._lock:
+            file_id = f"file-{len(self.files)}"
+            self.files[file_id] = content
+        return {"id": file_id, "object": "file", "bytes": len(content), "purpose": "batch", "created_at": 0}
+
+    def create_batch(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """(status, batch object or error) of POST /v1/batches."""
+        if request.get("input_file_id") not in self.files:
+            return 400, {"error": {"message": f"no such file {request.get('input_file_id')!r}"}}
+        if request.get("endpoint") != "/v1/chat/completions" or request.get("completion_window") != "24h":
+            return 400, {"error": {"message": "endpoint must be /v1/chat/completions, completion_window 24h"}}
+        with self._lock:
+            number = self.batches_created
+            self.batches_created += 1
+            outcome = self.batch_outcomes[number] if number < len(self.batch_outcomes) else "completed"
+            batch = {
+                "id": f"batch_{number}",
+                "object": "batch",
+                "endpoint": "/v1/chat/completions",
+                "input_file_id": request["input_file_id"],
+                "completion_window": "24h",
+                "status": "validating",
+                "output_file_id": None,
+                "error_file_id": None,
+                "created_at": time.time(),
+                "request_counts": {"total": 0, "completed": 0, "failed": 0},
+                "outcome": outcome,
+            }
+            self.batches[batch["id"]] = batch
+        return 200, self._public(batch)
+
+    @staticmethod
+    def _public(batch: dict[str, Any]) -> dict[str, Any]:
+        return {name: value for name, value in batch.items() if name != "outcome"}
+
+    def batch(self, batch_id: str) -> dict[str, Any] | None:
+        """GET /v1/batches/{id}: the batch, answered once its turnaround has passed."""
+        with self._lock:
+            batch = self.batches.get(batch_id)
+        if batch is None:
+            return None
+        if batch["status"] == "validating":
+            batch["status"] = "in_progress"
+        elif batch["status"] == "in_progress" and time.time() >= batch["created_at"] + self.batch_turnaround_s:
+            self._finish(batch)
+        return self._public(batch)
+
+    def _finish(self, batch: dict[str, Any]) -> None:
+        lines = [json.loads(line) for line in self.files[batch["input_file_id"]].decode().splitlines() if line]
+        outcome = batch["outcome"]
+        answered = [] if outcome == "failed" else lines[: len(lines) // 2] if outcome == "expired" else lines
+        output, errors = [], []
+        for line in answered:
+            fault = self._admit({}, line["body"], via="batch")
+            self._done()
+            status, body = _batch_reply(self, fault, line["body"])
+            output.append(
+                {"id": f"batch_req_{len(output)}", "custom_id": line["custom_id"], "error": None}
+                | {"response": {"status_code": status, "request_id": "req", "body": body}}
+            )
+        for line in lines[len(answered) :] if outcome == "expired" else []:
+            error = {"code": "batch_expired", "message": "This request could not be executed before the window"}
+            errors.append({"id": "batch_req_x", "custom_id": line["custom_id"], "response": None, "error": error})
+        with self._lock:
+            for name, rows in (("output_file_id", output), ("error_file_id", errors)):
+                if rows:
+                    file_id = f"file-{len(self.files)}"
+                    self.files[file_id] = "".join(json.dumps(row) + "\n" for row in rows).encode()
+                    batch[name] = file_id
+            ok = sum(1 for row in output if row["response"]["status_code"] == 200)
+            batch["request_counts"] = {"total": len(lines), "completed": ok, "failed": len(lines) - ok}
+            batch["status"] = outcome
+            if outcome == "failed":
+                batch["errors"] = {"object": "list", "data": [{"code": "invalid", "message": "injected failure"}]}
+
+
+def _batch_reply(server: OpenAIServer, fault: str | None, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """A batch line's (status_code, body): what the same request sent online gets (a fault as its error status)."""
+    model = server.served_model or str(body.get("model"))
+    if fault is None:
+        try:
+            reply = server.policy(body)
+        except Fault as chosen:
+            fault = chosen.kind
+        else:
+            return 200, _completion(model, reply if isinstance(reply, Served) else Served(reply))
+    if fault == "refusal":
+        return 200, _completion(model, Served(None, "I cannot help with that."))
+    status = int(fault) if fault.isdigit() else 500
+    return status, {"error": {"message": f"injected {fault}"}}
 
 
 def prompt_usage(body: Mapping[str, Any]) -> int:
@@ -350,25 +463,66 @@ def _make_handler(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(payload)
 
         def do_GET(self) -> None:
-            if self.path.rstrip("/") != "/v1/stats":
+            path = self.path.split("?")[0].rstrip("/")
+            if path == "/v1/batches":
+                with server._lock:
+                    listed = [server._public(b) for b in reversed(server.batches.values())]
+                self._send(200, json.dumps({"object": "list", "data": listed[:100]}).encode())
+                return
+            if path.startswith("/v1/batches/"):
+                batch = server.batch(path.removeprefix("/v1/batches/"))
+                self._send(200 if batch else 404, json.dumps(batch or {"error": {"message": "no such batch"}}).encode())
+                return
+            if path.startswith("/v1/files/") and path.endswith("/content"):
+                content = server.files.get(path.removeprefix("/v1/files/").removesuffix("/content"))
+                if content is None:
+                    self._send(404, b'{"error": {"message": "no such file"}}')
+                else:
+                    self._send(200, content, {"Content-Type": "application/jsonl"})
+                return
+            if path != "/v1/stats":
                 self._send(404, b'{"error": {"message": "not found"}}')
                 return
             with server._lock:
-                stats = {"requests": len(server.requests), "peak_in_flight": server.peak_in_flight}
+                stats = {
+                    "requests": len(server.requests),
+                    "peak_in_flight": server.peak_in_flight,
+                    "batches": server.batches_created,
+                }
             self._send(200, json.dumps(stats).encode())
 
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            if self.path.rstrip("/") == "/v1/files":
+                self._upload(raw)
+                return
+            if self.path.rstrip("/") == "/v1/batches":
+                status, answer = server.create_batch(json.loads(raw))
+                self._send(status, json.dumps(answer).encode())
+                return
             if self.path.rstrip("/") != "/v1/chat/completions":
                 self._send(404, b'{"error": {"message": "not found"}}')
                 return
             body = json.loads(raw)
-            fault = server._admit(dict(self.headers.items()), body)
+            fault = server._admit(dict(self.headers.items()), body, raw=raw)
             try:
                 time.sleep(server.latency_s)
                 self._respond(fault, body)
             finally:
                 server._done()
+
+        def _upload(self, raw: bytes) -> None:
+            """POST /v1/files: a multipart form with ``purpose`` batch and the ``file``."""
+            head = f"Content-Type: {self.headers.get('Content-Type', '')}\r\n\r\n".encode()
+            form = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + raw)
+            fields = {
+                part.get_param("name", header="content-disposition"): part.get_payload(decode=True)
+                for part in (form.iter_parts() if form.is_multipart() else [])
+            }
+            if fields.get("purpose") != b"batch" or "file" not in fields:
+                self._send(400, b'{"error": {"message": "expected purpose=batch and a file"}}')
+                return
+            self._send(200, json.dumps(server.upload(fields["file"])).encode())
 
         def _complete(self, body: dict[str, Any], reply: str | Served) -> None:
             served = reply if isinstance(reply, Served) else Served(reply)
@@ -448,8 +602,9 @@ def main(argv: list[str] | None = None) -> int:
     """Serve in the foreground (a separate process keeps the server off the client's GIL); prints the URL."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--latency-s", type=float, default=0.0)
+    parser.add_argument("--batch-turnaround-s", type=float, default=0.0)
     args = parser.parse_args(argv)
-    server = OpenAIServer(latency_s=args.latency_s)
+    server = OpenAIServer(latency_s=args.latency_s, batch_turnaround_s=args.batch_turnaround_s)
     print(server.url, flush=True)
     try:
         server._httpd.serve_forever(poll_interval=0.02)

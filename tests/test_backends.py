@@ -510,7 +510,10 @@ def test_bad_model_entries_are_input_errors_naming_params() -> None:
     """The settings refuse them (make_backend builds only validated entries), naming params.yaml and the key."""
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     for baseline, words in [
-        ({"backend": "gpt", "name": "x"}, r"egonormia.baselines\[0\].backend = 'gpt': must be 'openai', 'random'"),
+        (
+            {"backend": "gpt", "name": "x"},
+            r"egonormia.baselines\[0\].backend = 'gpt': must be 'openai', 'openai_batch', 'random'",
+        ),
         ({"backend": "openai", "name": "x", "base_url": None}, r"egonormia.baselines\[0\]: .*needs base_url"),
         ({"backend": "random"}, r"egonormia.baselines\[0\].name: missing"),
     ]:

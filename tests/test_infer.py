@@ -92,6 +92,9 @@ def model_spec(server: OpenAIServer, **extra: Any) -> dict[str, Any]:
         "retry_base_s": 0.01,
         "retry_max_s": 0.05,
         "published_as": None,
+        "batch_poll_s": 30,
+        "batch_deadline_s": 86400,
+        "batch_max_requests": 50000,
         **extra,
     }
 

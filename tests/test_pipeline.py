@@ -116,3 +116,35 @@ def test_openai_backend_runs_every_setting_with_no_code_change(workspace: Path) 
         if path.is_file() and ".git" not in path.parts and CANARY.encode() in path.read_bytes()
     ]
     assert leaks == []
+
+
+def test_openai_batch_backend_runs_through_dvc_and_keeps_its_request_files(workspace: Path) -> None:
+    """backend openai_batch through `dvc repro`: one batch per round, every answer right, each batch's request file
+    in the declared output data/egonormia/batches/, the key in none of them."""
+    import pandas as pd
+
+    items = pd.read_parquet(workspace / "data/egonormia/fetched/items.parquet")
+    params = yaml.safe_load((workspace / "params.yaml").read_text())
+    with OpenAIServer(policy=KeyedPolicy.from_items(items), echo_auth=False) as server:
+        params["egonormia"]["model"].update(
+            backend="openai_batch",
+            name="loopback-batch-vlm",
+            base_url=server.url,
+            api_key_env="EGOEVAL_TEST_KEY",
+            batch_poll_s=0.05,
+        )
+        params["egonormia"]["baselines"] = []
+        (workspace / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+        run = dvc(workspace, "repro", "egonormia_score", EGOEVAL_TEST_KEY=CANARY)
+        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+        assert "egonormia_infer" in ran_stages(run.stdout)
+    assert server.batches_created == 3  # the official protocol: action, justification, sensible rounds
+    assert not any(r.via == "online" for r in server.requests)
+    records = sorted((workspace / "data/egonormia/batches").glob("loopback-batch-vlm-*.jsonl"))
+    assert len(records) == 3 and all(CANARY.encode() not in f.read_bytes() for f in records)
+    assert dvc(workspace, "status", "egonormia_infer").stdout.strip().endswith("up to date.")
+    metrics = json.loads((workspace / "metrics/egonormia.json").read_text())
+    counted = sum(len(s) > 0 for s in items["sensible_idx"])
+    for setting in ("blind", "pipeline", "video"):
+        numbers = metrics[setting]["loopback-batch-vlm"]
+        assert numbers["action"] == pytest.approx(100.0 * len(items) / counted, abs=1e-9)

@@ -22,12 +22,14 @@ from egoeval.backends.base import (
     redact,
     request_key,
 )
+from egoeval.backends.batch import OpenAIBatchBackend
 from egoeval.backends.chance import ChanceBackend
 from egoeval.backends.minilm import MiniLMBackend
 from egoeval.backends.openai import OpenAIBackend
 
 BACKENDS: dict[str, type[Backend]] = {
     "openai": OpenAIBackend,
+    "openai_batch": OpenAIBatchBackend,
     "random": ChanceBackend,
     "minilm": MiniLMBackend,
 }

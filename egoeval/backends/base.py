@@ -177,6 +177,11 @@ class Backend(ABC):
         self.model = model
         self.concurrency = concurrency
 
+    @property
+    def cache_name(self) -> str:
+        """The backend name request keys carry: the registry name, unless the replies are another backend's."""
+        return self.name
+
     @classmethod
     @abstractmethod
     def from_spec(cls, spec: ModelEntry) -> Backend:

@@ -116,7 +116,7 @@ class ModelClient:
         )
 
     def complete(self, request: ChatRequest) -> Completion:
-        key = request_key(self.backend.name, self.backend.model, request)
+        key = request_key(self.backend.cache_name, self.backend.model, request)
         cached = self.cache.entry(key)
         if cached is not None:
             with self._lock:

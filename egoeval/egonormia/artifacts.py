@@ -21,6 +21,7 @@ ITEMS = FETCHED / "items.parquet"
 FRAMES = Path("data/egonormia/frames")  # the frames stage's folder: <id>.jpg and index.parquet
 DESCRIPTIONS = Path("data/egonormia/descriptions.parquet")
 RESPONSES = Path("data/egonormia/responses.parquet")
+BATCHES = Path("data/egonormia/batches")  # backend openai_batch: every batch's request file (JSONL), as sent
 PREDICTIONS = Path("data/egonormia/predictions.parquet")
 EVAL_JSON = Path("data/egonormia/predictions_eval.json")
 METRICS_FILE = Path("metrics/egonormia.json")

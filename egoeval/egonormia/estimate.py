@@ -75,7 +75,7 @@ def _dry_run_client() -> type:
         chance baseline would. Sends nothing."""
 
         def __init__(self, backend: Any, cache: Any) -> None:
-            super().__init__(backend, cache)
+            super().__init__(backend, cache, cache_only=True)  # sends nothing (openai_batch submits no batch either)
             self._chance = ChanceBackend(backend.model)
             self.cached: dict[str, dict[str, Any]] = {}  # key -> the cached reply's meta
             self.missed: dict[str, Any] = {}  # key -> the request the stage would send
@@ -86,7 +86,7 @@ def _dry_run_client() -> type:
             return cls(make_backend(spec), cache)
 
         def complete(self, request: Any) -> Completion:
-            key = request_key(self.backend.name, self.backend.model, request)
+            key = request_key(self.backend.cache_name, self.backend.model, request)  # the client's own key
             found = self.cache.entry(key)
             if found is not None:
                 with self._seen:

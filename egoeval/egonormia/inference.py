@@ -9,6 +9,7 @@ Used by the egonormia_infer stage and by its sharded form (flows/shard.py).
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import as_completed
@@ -19,9 +20,11 @@ from typing import Any, NamedTuple
 import pandas as pd
 from tqdm import tqdm
 
+from egoeval.backends.batch import OpenAIBatchBackend, run_batches
 from egoeval.backends.client import Completion, ModelClient, call_pool
 from egoeval.cache import ResponseCache, cache_file, cache_only
 from egoeval.egonormia.artifacts import (
+    BATCHES,
     DESCRIPTIONS,
     FRAMES,
     ITEMS,
@@ -33,7 +36,7 @@ from egoeval.egonormia.artifacts import (
     read_items,
     read_table,
 )
-from egoeval.egonormia.protocols import Answer, Clip, Conversation, Protocol, Scene, registry
+from egoeval.egonormia.protocols import Answer, Ask, Clip, Conversation, Protocol, Scene, registry
 from egoeval.egonormia.settings import EgoNormiaSettings, InferSettings, ModelSpec
 from egoeval.errors import TransientFailure
 from egoeval.io import PARAMS_FILE, write_json
@@ -93,7 +96,8 @@ class Runner:
             return Scene(setting, frames_jpeg=self.frames.jpeg(clip_id))
         return Scene(setting)
 
-    def run(self, conversation: Conversation) -> list[dict[str, Any]]:
+    def run(self, conversation: Conversation, ask: Ask | None = None) -> list[dict[str, Any]]:
+        """The conversation's rows; its calls go through ``ask`` (default: the client, cache first)."""
         clip = conversation.clip
         try:
             scene = self._scene(clip.id, conversation.setting)
@@ -102,7 +106,7 @@ class Runner:
             subtasks = self.protocol.conversations[conversation.kind]
             answers = [Answer(s, self.protocol.permutation(self.seed, clip.id, s), failed) for s in subtasks]
         else:
-            answers = self.protocol.converse(conversation, scene, self.model, self.seed, self.client.complete)
+            answers = self.protocol.converse(conversation, scene, self.model, self.seed, ask or self.client.complete)
         return [self._row(conversation, answer) for answer in answers]
 
 
@@ -121,7 +125,9 @@ def run_inference(
     """Every answer of every model, one row per (id, setting, model, subtask), failures recorded in ``error``;
     ``infer.cache_dir`` is relative to ``root``. ``client_factory(spec, cache, cache_only=...)`` makes each model's
     client (``egoeval estimate`` passes one that sends nothing); with ``ledger`` the run's ledger per model is
-    written to ``LEDGER_FILE`` beside the response cache."""
+    written to ``LEDGER_FILE`` beside the response cache. A model of backend ``openai_batch`` is first asked through
+    the Batch API, one batch per round of calls (``egoeval.backends.batch``), its request files written under
+    ``root``."""
     frames = FrameStore(frames_index, frames_dir)
     texts = {row.id: (row.description or "", row.error) for row in descriptions.itertuples(index=False)}
     clips = [Clip(item.id, tuple(item.behaviors), tuple(item.justifications)) for item in items.itertuples(index=False)]
@@ -146,12 +152,18 @@ def run_inference(
                 )
             # twice as many threads as call slots: while one thread builds its next request or writes the
             # cache, another already holds the freed slot; the limiter alone bounds the calls in flight
+            conversations = [
+                Conversation(clip, setting, kind)
+                for kind in protocol.conversations
+                for clip in clips
+                for setting in usable
+            ]
+            if isinstance(client.backend, OpenAIBatchBackend) and not client.cache_only:
+                units = [functools.partial(runner.run, c) for c in conversations]
+                run_batches(client, units, root / BATCHES, label=f"infer: {model.name}")
             workers = 2 * client.backend.concurrency
             pool = stack.enter_context(call_pool(workers, f"infer-{model.name}"))
-            for kind in protocol.conversations:
-                for clip in clips:
-                    for setting in usable:
-                        futures.append(pool.submit(runner.run, Conversation(clip, setting, kind)))
+            futures.extend(pool.submit(runner.run, conversation) for conversation in conversations)
         with tqdm(total=len(futures), desc="infer", unit="conversation", file=sys.stderr) as bar:
             for future in as_completed(futures):
                 rows.extend(future.result())

@@ -20,8 +20,8 @@ from egoeval.settings import (
 )
 
 Setting = Literal["blind", "pipeline", "video"]
-Backend = Literal["openai", "random", "minilm"]  # egoeval.backends.BACKENDS
-IMAGE_BACKENDS = ("openai", "random")  # the backends that take image input (``supports_images``)
+Backend = Literal["openai", "openai_batch", "random", "minilm"]  # egoeval.backends.BACKENDS
+IMAGE_BACKENDS = ("openai", "openai_batch", "random")  # the backends that take image input (``supports_images``)
 ProtocolName = Literal["official", "egoeval"]  # egoeval.egonormia.protocols.registry()
 # The largest image side any supported endpoint accepts: Anthropic's API rejects images over 8,000 px a side
 # (OpenAI and Gemini resize large images instead of refusing them); JPEG itself stops at 65,535 px.
@@ -120,11 +120,14 @@ class ModelSpec(Section):
     retry_max_s: PositiveFloat = 30.0
     published_as: NonEmptyStr | None = None  # the model's name in the published results (egoeval compare)
     price: Price | None = None  # for `egoeval estimate` and the run's ledger; null: tokens only, no cost
+    batch_poll_s: PositiveFloat = 30.0  # openai_batch: seconds between polls of a submitted batch
+    batch_deadline_s: PositiveFloat = 86_400.0  # openai_batch: the most seconds a run waits for its batches
+    batch_max_requests: Annotated[int, Field(ge=1, le=50_000)] = 50_000  # openai_batch: requests per batch
 
     @model_validator(mode="after")
     def _openai_needs_url(self) -> ModelSpec:
-        if self.backend == "openai" and self.base_url is None:
-            raise ValueError("backend openai needs base_url (e.g. http://127.0.0.1:8000/v1)")
+        if self.backend in ("openai", "openai_batch") and self.base_url is None:
+            raise ValueError(f"backend {self.backend} needs base_url (e.g. http://127.0.0.1:8000/v1)")
         if self.retry_base_s > self.retry_max_s:
             raise ValueError(f"retry_base_s ({self.retry_base_s}) must not exceed retry_max_s ({self.retry_max_s})")
         return self
@@ -143,6 +146,9 @@ class EvaluatedModel(ModelSpec):
     retry_base_s: NonNegativeFloat
     retry_max_s: PositiveFloat
     published_as: NonEmptyStr | None
+    batch_poll_s: PositiveFloat
+    batch_deadline_s: PositiveFloat
+    batch_max_requests: Annotated[int, Field(ge=1, le=50_000)]
 
 
 class InferSettings(Section):

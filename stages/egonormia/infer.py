@@ -13,7 +13,10 @@ A baseline skips the settings it cannot do. Output: data/egonormia/responses.par
 says when that is not the requested one). A request the endpoint refuses (HTTP 400) is that answer's failure. The
 stage writes nothing and fails when more than ``max_failure_rate`` of the answers failed (exit 75), or at once when
 every call would fail alike (exit 2: a wrong key, URL or model, the first calls all refused alike; exit 75: nothing
-answers at ``base_url``); the cached successes make the rerun cheap.
+answers at ``base_url``); the cached successes make the rerun cheap. A model of backend ``openai_batch`` is asked
+through the OpenAI Batch API, one batch per round of calls; each batch's request file is kept in
+data/egonormia/batches/ (an audit record of what was asked and paid for; empty for other backends), and a rerun
+after a crash resumes the batches already submitted (``egoeval.backends.batch``).
 
 Each run writes its ledger per model (calls sent, cache hits, retries, the endpoint's ``usage`` tokens, latency
 p50 / p95, cost at ``egonormia.model.price``) to ``<cache_dir>/ledger-egonormia_infer.json``, beside the cache and
@@ -25,7 +28,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from egoeval.egonormia.artifacts import RESPONSES
+from egoeval.egonormia.artifacts import BATCHES, RESPONSES
 from egoeval.egonormia.inference import check_failures, inference_inputs, run_inference
 from egoeval.io import write_parquet
 from egoeval.stage import run_stage
@@ -36,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def run() -> None:
         inputs = inference_inputs()
+        BATCHES.mkdir(parents=True, exist_ok=True)  # a declared output, empty unless a model is asked in batches
         responses = run_inference(*inputs, ledger=True)
         check_failures(responses, inputs.infer.max_failure_rate)
         write_parquet(RESPONSES, responses)

@@ -21,6 +21,7 @@ import pandas as pd
 
 from egoeval.egohumans.artifacts import WORLD_POINTS
 from egoeval.errors import InputError
+from egoeval.io import read_parquet
 from egoeval.tracking.crossview import CameraView, CrossViewSettings, evaluate_take, summarize_takes
 from egoeval.tracking.mot import WORLD_COLUMNS
 from egoeval.tracking.trackeval import kept_ground_truth
@@ -150,7 +151,7 @@ def with_world_points(pred: dict[str, pd.DataFrame], run_dir: Path) -> dict[str,
     if not path.is_file():
         return {name: rows.assign(**dict.fromkeys(WORLD_COLUMNS, np.nan)) for name, rows in pred.items()}
     try:
-        points = pd.read_parquet(path, columns=["sequence", "frame", "id", *WORLD_COLUMNS])
+        points = read_parquet(path, ["sequence", "frame", "id", *WORLD_COLUMNS])
     except (OSError, ValueError, KeyError) as err:
         raise InputError(path, f"not a readable world points table: {err}") from None
     if points.duplicated(["sequence", "frame", "id"]).any():
@@ -173,8 +174,8 @@ def cross_view_runs(
 
     runs = {run: with_world_points(pred, tracks / run) for run, pred in runs.items()}
     settings = params.score.cross_view
-    images = pd.read_parquet(fetched / "images.parquet", columns=["sequence", "frame", "take", "time_stamp"])
-    roots = pd.read_parquet(fetched / "world_roots.parquet")
+    images = read_parquet(fetched / "images.parquet", ["sequence", "frame", "take", "time_stamp"])
+    roots = read_parquet(fetched / "world_roots.parquet")
     config = params.track.config
     kinds = {f"{t}-{m}": config[t].tracker_type for t in params.track.trackers for m in params.detect.modes}
     return cross_view_scores(

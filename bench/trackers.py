@@ -1,8 +1,10 @@
 """Tracking speed: frames per second of each tracker on the bundled sample's simulated detections, one run.
 
-Goal: the ego-motion tracker (egoeval/egohumans/trackers/egomotion.py) within 2x of ByteTrack's time. The sample is
-generated and fetched in a temporary folder by the project's own stages, exactly as ``dvc repro`` would; each tracker
-then tracks every sequence (best of 3 runs), from the detections table in memory.
+Goal: the ego-motion tracker (egoeval/egohumans/trackers/egomotion.py) within 2x of ByteTrack's time; the
+multi-view tracker (egoeval/egohumans/trackers/multiview.py: the world tracker per camera, then its tracklets linked
+across each take's cameras) measured beside them. The sample is generated and fetched in a temporary folder by the
+project's own stages, exactly as ``dvc repro`` would; each tracker then tracks every sequence (best of 3 runs), from
+the detections table in memory. Frames are every camera's frames.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from typing import Any
 import pandas as pd
 
 from bench import save
-from egoeval.egohumans.tracking import camera_poses, track_sequence
+from egoeval.egohumans.trackers import tracks_takes
+from egoeval.egohumans.tracking import camera_poses, track_sequence, track_views
 from egoeval.settings import load_settings
 from egoeval.stage import command_env
 
@@ -54,13 +57,16 @@ def run() -> dict[str, Any]:
         frames = {s: dict(zip(rows["frame"], rows["path"], strict=True)) for s, rows in images.groupby("sequence")}
         track = load_settings(work / "params.yaml").egohumans.track
         total = sum(int(s["length"]) for s in sequences)
+        lengths = {s["name"]: int(s["length"]) for s in sequences}
         rows = []
         for name in track.trackers:
             config = track.config[name]
             best = float("inf")
             for _ in range(REPEATS):
                 start = time.perf_counter()
-                for seq in sequences:
+                if tracks_takes(config):
+                    track_views(name, config, detections, images, cameras, lengths)
+                for seq in [] if tracks_takes(config) else sequences:
                     part = detections[detections["sequence"] == seq["name"]]
                     track_sequence(config, part, int(seq["length"]), frames[seq["name"]], cameras[seq["name"]])
                 best = min(best, time.perf_counter() - start)

@@ -17,30 +17,37 @@ import pytest
 import yaml
 from oracle_env import MotmetricsOracle, assert_equal_to_oracle
 
-from egoeval.egohumans import fetching, scoring, tracking
+from egoeval.egohumans import crossview, fetching, scoring, tracking
+from egoeval.egohumans.exo import read_exo_calibration
 from egoeval.egohumans.formats import (
     DETECTION_COLUMNS,
     ROOT_COLUMNS,
     read_det_txt,
     read_detection_pickle,
     read_detections_parquet,
-    read_tracking_annotation,
 )
 from egoeval.egohumans.settings import DetectSettings, FetchSettings, SampleSettings, ScoreSettings, TrackerConfig
+from egoeval.egohumans.views import read_annotations, read_pose_file
 from egoeval.errors import InputError
-from egoeval.io import verify_manifest
+from egoeval.io import data_roots, verify_manifest
 from egoeval.settings import validate_params
 from egoeval.tracking.mot import read_mot, write_mot
 from stages.egohumans import detect, fetch, sample, score, track
 
 REPO = Path(__file__).resolve().parents[1]
-SMALL = {"sequences": 2, "frames": 150, "fps": 30, "width": 320, "height": 180, "people": 4, "seed": 3}
-RUNS = sorted(f"{t}-{m}" for t in ("botsort", "bytetrack", "egomotion", "world") for m in ("file", "gt", "official"))
+SMALL = {"sequences": 2, "frames": 150, "fps": 30, "width": 320, "height": 180, "people": 4, "exo_cameras": 1}
+SMALL["seed"] = 3
+TRACKERS = ("botsort", "bytetrack", "egomotion", "world", "multiview")
+RUNS = sorted(f"{t}-{m}" for t in TRACKERS for m in ("file", "gt", "official"))
 MODES = ["gt", "official", "file"]
 ANNOTATION = "benchmark/sample/all/coco_track/tracking_ego_rgb.json"
+EXO_ANNOTATION = "benchmark/sample/all/coco_track/tracking_exo.json"
 OFFICIAL_PKL = "benchmark/sample/all/coco_track/detections_ego_rgb.pkl"
+EXO_PKL = "benchmark/sample/all/coco_track/detections_exo.pkl"
 FRAMES = "synthetic/*/ego/aria01/images/rgb/*.jpg"
+VIEWS = SMALL["people"] + SMALL["exo_cameras"]
 TRACKS = "data/egohumans/tracks"
+TRANSFORMS = "colmap/workplace/colmap_from_aria_transforms.pkl"
 
 
 def _tree(root: Path) -> dict[str, str]:
@@ -71,6 +78,11 @@ def _detect_settings(**changes: Any) -> DetectSettings:
     return DetectSettings(**{**_params()["egohumans"]["detect"], **changes})
 
 
+def _score_settings(**changes: Any) -> ScoreSettings:
+    """egohumans.score of ``_params`` with ``changes``."""
+    return ScoreSettings(**{**_params()["egohumans"]["score"], **changes})
+
+
 @pytest.fixture(scope="module")
 def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Run every egohumans stage through its CLI in a scratch project folder; yield that folder."""
@@ -97,8 +109,9 @@ def test_sample_is_byte_identical_on_rerun(tmp_path: Path) -> None:
     sample.generate_sample(tmp_path / "b", small)
     first, second = _tree(tmp_path / "a"), _tree(tmp_path / "b")
     assert first == second
-    assert len([name for name in first if name.endswith(".jpg")]) == 40
-    assert len([name for name in first if "/calib/" in name]) == 40
+    assert len([name for name in first if name.endswith(".jpg")]) == 40 * VIEWS
+    assert len([name for name in first if "/calib/" in name]) == 40 * SMALL["people"]
+    assert len([name for name in first if "/fit_poses3d/" in name]) == 40
     names = sorted(n for n in first if n != "manifest.sha256")
     verify_manifest(tmp_path / "a" / "manifest.sha256", tmp_path / "a", names)
     sample.generate_sample(tmp_path / "c", SampleSettings(**{**SMALL, "sequences": 1, "frames": 40, "seed": 4}))
@@ -107,24 +120,33 @@ def test_sample_is_byte_identical_on_rerun(tmp_path: Path) -> None:
 
 def test_sample_content(pipeline: Path) -> None:
     root = pipeline / "data/egohumans/sample"
-    annotation = read_tracking_annotation(root / ANNOTATION)
+    annotation = read_annotations(root, _fetch_params(root), data_roots(root))
     # as the official conversion: only images where someone is visible, frame_id counting those
     assert (annotation.sequences["length"] == annotation.sequences["images"]).all()
     assert (annotation.sequences["length"] <= SMALL["frames"]).all()
+    assert len(annotation.sequences) == VIEWS * SMALL["sequences"]
     assert len(list(root.glob(FRAMES))) == SMALL["frames"] * SMALL["sequences"]
-    assert sum(p.stat().st_size for p in root.rglob("*")) < 25e6 * (SMALL["frames"] * SMALL["sequences"]) / 720
-    # extrinsics: 4 x 4, a rotation and a translation whose camera centre sits at head height; time stamps from 1
-    for extrinsics in annotation.images["extrinsics"]:
+    rendered = SMALL["frames"] * SMALL["sequences"] * VIEWS
+    assert sum(p.stat().st_size for p in root.rglob("*")) < 15e3 * rendered  # bytes per rendered view and frame
+    # ego extrinsics: 4 x 4, a rotation and a translation whose camera centre sits at eye height; exo: none, as the
+    # official conversion writes them; time stamps from 1
+    ego = annotation.images[annotation.images["file_name"].str.contains("/ego/")]
+    assert len(ego) and (annotation.images["extrinsics"].map(len) == 16).sum() == len(ego)
+    for extrinsics in ego["extrinsics"]:
         pose = np.asarray(extrinsics).reshape(4, 4)
         rotation, centre = pose[:3, :3], -pose[:3, :3].T @ pose[:3, 3]
         np.testing.assert_allclose(rotation @ rotation.T, np.eye(3), atol=1e-5)
-        assert 1.5 < centre[1] < 1.7
+        assert np.linalg.det(rotation) == pytest.approx(1, abs=1e-5)
+        assert 1.4 < centre[1] < 1.8
         assert pose[3].tolist() == [0, 0, 0, 1]
     assert (annotation.images["time_stamp"] >= 1).all()
+    exo = json.loads((root / EXO_ANNOTATION).read_text())
+    assert exo["images"] and all("extrinsics" not in image for image in exo["images"])
     doc = json.loads((root / ANNOTATION).read_text())
-    assert len(doc["images"][0]["extrinsics"]) == 16
-    anns = pd.DataFrame(doc["annotations"])
-    assert set(anns["instance_id"]) <= set(range(2, SMALL["people"] + 2))  # aria01 wears the camera
+    anns = pd.DataFrame(doc["annotations"] + exo["annotations"])
+    assert set(anns["instance_id"]) == set(range(1, SMALL["people"] + 1))  # every wearer, the same id in every view
+    assert (anns["human_name"] == anns["instance_id"].map("aria{:02d}".format)).all()
+    assert not (anns["camera_name"] == anns["human_name"]).any()  # nobody sees themselves
     assert anns["occluded"].any() and anns["truncated"].any()
     assert anns["visibility"].between(0, 1).all()
     assert (anns["visibility"] < 0.5).any() and (anns["visibility"] == 1).any()
@@ -133,14 +155,41 @@ def test_sample_content(pipeline: Path) -> None:
         for _, track_rows in gt.groupby("id"):
             reentries += int((np.diff(track_rows["frame"].to_numpy()) > 1).sum())
     assert reentries > 0  # people leave the view and come back
+    for take in ("synthetic/001_synthetic", "synthetic/002_synthetic"):
+        assert len(read_exo_calibration(root / take)["cam01"].poses) == 1
+        poses = read_pose_file(root / take / "processed_data/fit_poses3d/00001.npy")
+        assert sorted(poses) == [f"aria{k:02d}" for k in range(1, SMALL["people"] + 1)]
     # the detector output is written twice, as EgoHumans' pickle and as MOTChallenge det.txt: they agree
     from_pickle = read_detection_pickle(root / "detections/simulated.pkl", annotation.images)
     det_files = sorted(root.glob("detections/det/*.txt"))
     from_txt = pd.concat([read_det_txt(p, p.stem) for p in det_files], ignore_index=True)
-    assert len(from_pickle) == len(from_txt) > 0
+    assert len(from_pickle) == len(from_txt) > 0 and len(det_files) == VIEWS * SMALL["sequences"]
     columns = ["frame", "x", "y", "w", "h", "score", *ROOT_COLUMNS]  # the roots too: det.txt's world x, y, z
     np.testing.assert_allclose(from_pickle[columns].to_numpy(), from_txt[columns].to_numpy(), atol=2e-3)
     assert from_pickle[ROOT_COLUMNS].notna().all().all()
+
+
+def test_every_view_sees_each_person_where_the_3d_truth_is(pipeline: Path) -> None:
+    """The poses fetch reads (the annotation's ego extrinsics and Aria fisheye calibration, the exo camera's COLMAP
+    files through the anchor transform) project each person's fit_poses3d pelvis into that person's box."""
+    fetched = pipeline / "data/egohumans/fetched"
+    images = pd.read_parquet(fetched / "images.parquet")
+    cameras = tracking.camera_poses(images, fetched / "images.parquet")
+    roots = pd.read_parquet(fetched / "world_roots.parquet").set_index(["take", "time_stamp", "person"])
+    checked = set()
+    for sequence, rows in images.groupby("sequence"):
+        meta = rows.set_index("frame")
+        gt = read_mot(fetched / "gt" / f"{sequence}.txt", kind="gt")
+        inside = (gt["x"] > 1) & (gt["y"] > 1) & (gt["x"] + gt["w"] < 319) & (gt["y"] + gt["h"] < 179)
+        for box in gt[inside & (gt["h"] > 20)].itertuples():
+            row = meta.loc[box.frame]
+            root = roots.loc[(row["take"], row["time_stamp"], box.id)].to_numpy()
+            pose = cameras[sequence][box.frame]
+            pixel = pose.camera.project(pose.to_camera(root[None]))[0]
+            assert abs(pixel[0] - (box.x + box.w / 2)) < 0.15 * box.h, (sequence, box)
+            assert box.y < pixel[1] < box.y + box.h, (sequence, box)
+            checked.add(row["camera"])
+    assert checked == {"aria01", "aria02", "aria03", "aria04", "cam01"}
 
 
 # ----------------------------------------------------------------------------------------- fetch
@@ -150,8 +199,9 @@ def test_fetch_outputs(pipeline: Path) -> None:
     fetched = pipeline / "data/egohumans/fetched"
     summary = json.loads((fetched / "sequences.json").read_text())
     names = [s["name"] for s in summary["sequences"]]
-    assert summary["detections"] == {"official": OFFICIAL_PKL, "file": "detections/simulated.pkl"}
-    assert (summary["modality"], summary["annotation"], summary["dropped_videos"]) == ("ego_rgb", ANNOTATION, [])
+    assert summary["detections"] == {"official": [OFFICIAL_PKL, EXO_PKL], "file": "detections/simulated.pkl"}
+    assert (summary["modality"], summary["dropped_videos"]) == (["ego_rgb", "exo"], [])
+    assert summary["annotation"] == [ANNOTATION, EXO_ANNOTATION]
     assert sorted(p.stem for p in (fetched / "gt").glob("*.txt")) == names
     images = pd.read_parquet(fetched / "images.parquet")
     assert list(images.columns) == [
@@ -165,14 +215,26 @@ def test_fetch_outputs(pipeline: Path) -> None:
         "calib_intrinsics",
         "camera_model",
         "calib_extrinsics",
+        "take",
+        "camera",
     ]
     assert len(images) == sum(s["images"] for s in summary["sequences"])
     assert all((pipeline / p).is_file() and p.startswith("data/egohumans/sample/synthetic/") for p in images["path"])
-    # the calibration's rgb extrinsics (3 x 4, stored column-major) are the image's world-to-camera pose
-    for row in images.head(20).itertuples():
-        pose = np.asarray(row.calib_extrinsics).reshape(4, 3).T
-        np.testing.assert_allclose(pose, np.asarray(row.extrinsics).reshape(4, 4)[:3], atol=2e-6)
-        assert len(row.calib_intrinsics) == 15
+    # an Aria calibration's rgb extrinsics (3 x 4, stored column-major) are in its wearer's own Aria frame: the
+    # official coordinate transform (colmap_from_aria of the wearer, inverted, times the anchor's) gives the image's
+    # world-to-camera pose
+    for row in images[images["camera"] != "cam01"].iloc[::25].itertuples():
+        transforms = pickle.loads((pipeline / "data/egohumans/sample" / row.take / TRANSFORMS).read_bytes())
+        own = np.vstack([np.asarray(row.calib_extrinsics).reshape(4, 3).T, [0, 0, 0, 1]])
+        world = own @ np.linalg.inv(transforms[row.camera]) @ transforms["aria01"]
+        np.testing.assert_allclose(world[:3], np.asarray(row.extrinsics).reshape(4, 4)[:3], atol=2e-5)
+        assert len(row.calib_intrinsics) == 15 and row.camera_model == "aria_fisheye"
+    exo = images[images["camera"] == "cam01"]
+    assert (
+        len(exo) and (exo["camera_model"] == "OPENCV_FISHEYE").all() and (exo["calib_intrinsics"].map(len) == 8).all()
+    )
+    roots = pd.read_parquet(fetched / "world_roots.parquet")
+    assert len(roots) == SMALL["people"] * len(images[["take", "time_stamp"]].drop_duplicates())
     detections = pd.read_parquet(fetched / "detections_file.parquet")
     assert list(detections.columns) == DETECTION_COLUMNS
     gt_boxes = sum(len(read_mot(p, kind="gt")) for p in (fetched / "gt").glob("*.txt"))
@@ -187,6 +249,7 @@ def _copy_sample(pipeline: Path, dest: Path) -> Path:
 def test_fetch_from_det_txt_matches_pickle(pipeline: Path, tmp_path: Path) -> None:
     source = _copy_sample(pipeline, tmp_path / "src")
     (source / OFFICIAL_PKL).unlink()
+    (source / EXO_PKL).unlink()
     summary = fetching.fetch(_fetch_params(source, detections="detections/det"), tmp_path / "fetched", MODES)
     assert summary["detections"] == {"official": None, "file": "detections/det"}
     from_txt = read_detections_parquet(tmp_path / "fetched/detections_file.parquet")
@@ -242,7 +305,8 @@ def test_detect_gt_official_and_file(pipeline: Path) -> None:
     # the released pickle holds the ground-truth boxes with score 1.0 (as the official conversion writes it) and
     # their 3D roots, which the ground-truth boxes take from it
     pd.testing.assert_frame_equal(read_detections_parquet(detections / "official.parquet"), gt)
-    assert gt[ROOT_COLUMNS].notna().all().all()
+    ego = gt["sequence"].str.contains("_aria")
+    assert gt.loc[ego, ROOT_COLUMNS].notna().all().all() and gt.loc[~ego, ROOT_COLUMNS].isna().all().all()
     file = pd.read_parquet(detections / "file.parquet")
     pd.testing.assert_frame_equal(file, pd.read_parquet(pipeline / "data/egohumans/fetched/detections_file.parquet"))
 
@@ -250,8 +314,9 @@ def test_detect_gt_official_and_file(pipeline: Path) -> None:
 def test_detect_official_without_the_pickle_names_it(pipeline: Path, tmp_path: Path) -> None:
     source = _copy_sample(pipeline, tmp_path / "src")
     (source / OFFICIAL_PKL).unlink()
+    (source / EXO_PKL).unlink()
     fetching.fetch(_fetch_params(source), tmp_path / "fetched", MODES)
-    with pytest.raises(InputError, match=r"no detections_ego_rgb\.pkl beside benchmark/sample/all/coco_track"):
+    with pytest.raises(InputError, match=r"no detections_ego_rgb\.pkl or detections_exo\.pkl beside benchmark/sample"):
         detect.detect("official", tmp_path / "fetched", tmp_path / "official.parquet", _detect_settings())
 
 
@@ -275,8 +340,19 @@ def test_tracks_and_scores(pipeline: Path) -> None:
         assert with_gt["MOTA"] > 60 and with_gt["DetA"] > 60  # most ground-truth boxes survive fast head turns
         assert with_file["MOTA"] > 30  # the simulated detector is decent, not perfect
     for run in RUNS:
-        ids = [read_mot(p, kind="pred")["id"].nunique() for p in (pipeline / "data/egohumans/tracks" / run).glob("*")]
+        ids = [
+            read_mot(p, kind="pred")["id"].nunique() for p in (pipeline / "data/egohumans/tracks" / run).glob("*.txt")
+        ]
         assert sum(ids) >= sum(gt_ids.values())
+    for run, result in metrics.items():  # across views: per take and combined, each run's world points
+        cross = result["cross_view"]
+        assert sorted(cross["takes"]) == ["synthetic/001_synthetic", "synthetic/002_synthetic"]
+        assert cross["ids"] == ("global" if run.startswith("multiview") else "per camera")
+        for entry in (cross["COMBINED"], *cross["takes"].values()):
+            low, high = entry["camera"]["ci95"]["IDF1"]
+            assert 0 <= low <= high <= 100 and entry["world"] is not None, run
+        points = pd.read_parquet(pipeline / TRACKS / run / "world.parquet")
+        assert list(points.columns) == ["sequence", "frame", "id", *ROOT_COLUMNS] and len(points)
     table = pd.read_csv(pipeline / "plots/egohumans/sequences.csv")
     assert list(table.columns) == ["run", "sequence", "IDF1", "MOTA", "HOTA"]
     assert len(table) == len(RUNS) * (len(gt_ids) + 1)
@@ -284,6 +360,19 @@ def test_tracks_and_scores(pipeline: Path) -> None:
     combined = table[table["sequence"] == "COMBINED"].set_index("run")
     for run in RUNS:
         assert combined.loc[run, "IDF1"] == pytest.approx(metrics[run]["COMBINED"]["IDF1"], abs=1e-4)
+
+
+@pytest.mark.bad_input
+def test_a_world_point_twice_is_named(pipeline: Path, tmp_path: Path) -> None:
+    run = tmp_path / "multiview-file"
+    shutil.copytree(pipeline / TRACKS / "multiview-file", run)
+    points = pd.read_parquet(run / "world.parquet")
+    points = pd.concat([points, points.iloc[:1]])
+    points.to_parquet(run / "world.parquet")
+    _, tracks = score.read_runs(pipeline / "data/egohumans/fetched/gt", tmp_path, ["multiview-file"])
+    first = points.iloc[0]
+    with pytest.raises(InputError, match=rf"world\.parquet, row {first['sequence']} frame {first['frame']}: .*twice"):
+        crossview.with_world_points(tracks["multiview-file"], run)
 
 
 def test_tracking_is_deterministic(pipeline: Path, tmp_path: Path) -> None:
@@ -345,6 +434,20 @@ def test_stage_cli_reports_bad_input(pipeline: Path, capsys: pytest.CaptureFixtu
     assert "egohumans.detect.yolo_weights is not set" in capsys.readouterr().err
 
 
+def merged(*docs: dict[str, Any]) -> dict[str, Any]:
+    """Several COCO-video annotations as one (ids offset), as mmtracking would read their concatenation."""
+    out: dict[str, Any] = {"categories": docs[0]["categories"], "videos": [], "images": [], "annotations": []}
+    for doc in docs:
+        videos, images, anns = len(out["videos"]), len(out["images"]), len(out["annotations"])
+        out["videos"] += [{**v, "id": v["id"] + videos} for v in doc["videos"]]
+        out["images"] += [{**i, "id": i["id"] + images, "video_id": i["video_id"] + videos} for i in doc["images"]]
+        out["annotations"] += [
+            {**a, "id": a["id"] + anns, "image_id": a["image_id"] + images, "video_id": a["video_id"] + videos}
+            for a in doc["annotations"]
+        ]
+    return out
+
+
 def official_results(annotation: dict[str, Any], run: Path) -> dict[str, list[list[float]]]:
     """A run's tracker rows ``[id, x1, y1, x2, y2, score]`` per image id of ``annotation``, as mmtracking holds
     them (a video's MOTChallenge frame is its image's ``frame_id + 1``)."""
@@ -360,8 +463,9 @@ def official_results(annotation: dict[str, Any], run: Path) -> dict[str, list[li
 def test_scores_equal_eval_mot(pipeline: Path, motmetrics_oracle: MotmetricsOracle) -> None:
     """The score stage's numbers (protocol official) are EgoHumans' evaluation of the annotation it was given."""
     metrics = json.loads((pipeline / "metrics/egohumans.json").read_text())
-    annotation = json.loads((pipeline / "data/egohumans/sample" / ANNOTATION).read_text())
-    for run in ("bytetrack-file", "botsort-gt"):
+    root = pipeline / "data/egohumans/sample"
+    annotation = merged(*(json.loads((root / name).read_text()) for name in (ANNOTATION, EXO_ANNOTATION)))
+    for run in ("bytetrack-file", "botsort-gt", "multiview-file"):
         assert metrics[run]["protocol"] == "official"
         theirs = motmetrics_oracle.evaluate(annotation, official_results(annotation, pipeline / TRACKS / run))
         assert_equal_to_oracle(metrics[run], theirs)
@@ -387,7 +491,7 @@ def test_official_score_reads_ground_truth_as_the_dataset_class(
             {"bbox": [x, -h, w, h]},  # ends exactly at the top edge
             {"bbox": [x, y, w, h], "area": 0},  # area 0
             {"bbox": [x, y, w, h], "iscrowd": 1},  # a crowd box on the person: an ignore box
-            {"bbox": [x, y, w, h], "instance_id": 1},  # a second person on the box, later in the file, lower id
+            {"bbox": [x, y, w, h], "instance_id": 0},  # a second person on the box, later in the file, lower id
             {"bbox": [x + w - 1, y, w, h]},  # mostly off the person, still on the image (kept)
         ]
         extra = {**ann, "id": 10**6 + k, "instance_id": 900 + k % 40, "area": None, "iscrowd": 0, "ignore": 0}
@@ -406,9 +510,10 @@ def test_official_score_reads_ground_truth_as_the_dataset_class(
         copies = rows.iloc[::3].assign(id=rows["id"].iloc[::3] + 5000)
         write_mot(tracks / "duplicates" / path.name, pd.concat([rows, copies]))
     runs = ["bytetrack-gt", "duplicates"]
-    ours = scoring.score(tmp_path / "fetched/gt", tracks, runs, ScoreSettings(protocol="official", iou_threshold=0.5))
+    ours = scoring.score(tmp_path / "fetched/gt", tracks, runs, _score_settings(protocol="official", iou_threshold=0.5))
+    both = merged(annotation, json.loads((source / EXO_ANNOTATION).read_text()))
     for run in runs:
-        theirs = motmetrics_oracle.evaluate(annotation, official_results(annotation, tracks / run))
+        theirs = motmetrics_oracle.evaluate(both, official_results(both, tracks / run))
         assert_equal_to_oracle(ours[run], theirs)
     before = json.loads((pipeline / "metrics/egohumans.json").read_text())["bytetrack-gt"]["COMBINED"]["GT_Dets"]
     gained = ours["bytetrack-gt"]["COMBINED"]["GT_Dets"] - before
@@ -422,7 +527,7 @@ def test_trackeval_protocol_equals_trackeval(pipeline: Path, tmp_path: Path) -> 
     data = pipeline / "data/egohumans"
     runs = ["bytetrack-file", "botsort-gt"]
     metrics = scoring.score(
-        data / "fetched/gt", data / "tracks", runs, ScoreSettings(protocol="trackeval", iou_threshold=0.5)
+        data / "fetched/gt", data / "tracks", runs, _score_settings(protocol="trackeval", iou_threshold=0.5)
     )
     sequences = json.loads((pipeline / "data/egohumans/fetched/sequences.json").read_text())["sequences"]
     lengths = {s["name"]: s["length"] for s in sequences}
@@ -446,8 +551,10 @@ def test_write_manifest_pins_what_the_annotation_references(pipeline: Path, tmp_
     names = fetching.write_root_manifest(source, _fetch_params(source), MODES, tmp_path / "m.sha256")
     pinned = (tmp_path / "m.sha256").read_text().splitlines()
     assert len(pinned) == len(set(names)) and all(len(line.split("  ")[0]) == 64 for line in pinned)
-    assert ANNOTATION in names and OFFICIAL_PKL in names and "detections/simulated.pkl" in names
+    assert {ANNOTATION, EXO_ANNOTATION, OFFICIAL_PKL, EXO_PKL, "detections/simulated.pkl"} <= set(names)
     assert sum("/calib/" in n for n in names) == sum("/images/rgb/" in n for n in names)  # one per annotated image
+    assert sum("/fit_poses3d/" in n for n in names) == SMALL["frames"] * SMALL["sequences"]
+    assert sum(n.endswith(TRANSFORMS) for n in names) == SMALL["sequences"]
     frame = source / next(n for n in sorted(names) if "/images/rgb/" in n)
     frame.unlink()
     with pytest.raises(InputError, match="missing") as err:

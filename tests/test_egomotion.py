@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import assert_tracker_wins, dvc, write_params
+from conftest import assert_multiview_wins, assert_tracker_wins, dvc, write_params
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -90,15 +90,17 @@ def test_with_identity_extrinsics_it_is_bytetrack(reproduced: Path) -> None:
     detections = pd.read_parquet(reproduced / "data/egohumans/detections/file.parquet")
     sequences = json.loads((fetched / "sequences.json").read_text())["sequences"]
     ego = TrackerConfig(**packaged_trackers()["egomotion"])
-    changed = 0
+    changed = []
     for seq in sequences:
         rows = detections[detections["sequence"] == seq["name"]]
         byte = track_sequence(TrackerConfig(**packaged_trackers()["bytetrack"]), rows, seq["length"])
         turned = track_sequence(ego, rows, seq["length"], cameras=camera_poses(images, fetched)[seq["name"]])
         held = track_sequence(ego, rows, seq["length"], cameras=camera_poses(still, fetched)[seq["name"]])
         pd.testing.assert_frame_equal(held, byte)
-        changed += not turned.equals(byte)
-    assert changed == len(sequences)  # and with the real head rotation every sequence tracks differently
+        if not turned.equals(byte):
+            changed.append(seq["name"])
+    # with the real head rotation every wearer's view tracks differently; the tripods' (they never turn) do not
+    assert changed == [s["name"] for s in sequences if "_aria" in s["name"]] and len(changed) < len(sequences)
 
 
 @pytest.mark.slow
@@ -111,3 +113,4 @@ def test_on_head_turning_sequences_it_has_not_seen(reproduced: Path, tmp_path: P
     metrics = json.loads((root / "metrics/egohumans.json").read_text())
     for tracker in ("egomotion", "world"):  # the world tracker (tests/test_world_tracker.py) too
         assert_tracker_wins(metrics, ["gt", "file"], tracker)
+    assert_multiview_wins(metrics, ["gt", "file"])  # and the multi-view tracker (tests/test_multiview.py)

@@ -191,6 +191,7 @@ def test_the_stage_writes_a_self_contained_page_that_a_rerun_reproduces(reproduc
         "egonormia-categories",
         "egonormia-clips",
         "egohumans-runs",
+        "egohumans-crossview",
         "egohumans-frames",
     ):
         assert f'<section id="{section}">' in page

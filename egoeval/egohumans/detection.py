@@ -95,8 +95,11 @@ def fetched_detections(fetched: Path, kind: str) -> pd.DataFrame:
     """The detections fetch read for mode ``official`` (the released pickle) or ``file`` (the user's)."""
     summary = _sequences(fetched)
     if not summary.get("detections", {}).get(kind):
+        modality, annotation = summary.get("modality"), summary.get("annotation")
+        pickles = " or ".join(f"detections_{m}.pkl" for m in ([modality] if isinstance(modality, str) else modality))
+        where = annotation if isinstance(annotation, str) else " / ".join(map(str, annotation or []))
         hint = (
-            f"no detections_{summary.get('modality')}.pkl beside {summary.get('annotation')} under the data root"
+            f"no {pickles} beside {where} under the data root"
             if kind == "official"
             else "egohumans.fetch.detections is null: name your detections file (relative to the data root)"
         )

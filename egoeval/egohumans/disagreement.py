@@ -26,27 +26,47 @@ def _corners(frame: pd.DataFrame) -> np.ndarray:
 
 def match_frame(gt: pd.DataFrame, pred: pd.DataFrame, iou_threshold: float) -> dict[int, int]:
     """``{gt id: track id}`` of one frame: the one-to-one assignment of largest total IoU among pairs >= threshold."""
-    if gt.empty or pred.empty:
+    ids = (gt["id"].to_numpy(np.int64), pred["id"].to_numpy(np.int64))
+    return _match(ids[0], _corners(gt), ids[1], _corners(pred), iou_threshold)
+
+
+def _match(
+    gt_ids: np.ndarray, gt_corners: np.ndarray, pred_ids: np.ndarray, pred_corners: np.ndarray, iou_threshold: float
+) -> dict[int, int]:
+    """``match_frame`` on arrays (ids and (4, n) corners)."""
+    if not len(gt_ids) or not len(pred_ids):
         return {}
-    rows, cols = np.meshgrid(np.arange(len(gt)), np.arange(len(pred)), indexing="ij")
-    iou = box_iou(_corners(gt), _corners(pred), rows.ravel(), cols.ravel()).reshape(rows.shape)
+    rows, cols = np.meshgrid(np.arange(len(gt_ids)), np.arange(len(pred_ids)), indexing="ij")
+    iou = box_iou(gt_corners, pred_corners, rows.ravel(), cols.ravel()).reshape(rows.shape)
     score = np.where(iou >= iou_threshold - np.finfo(float).eps, iou, 0.0)
     assigned_rows, assigned_cols = linear_sum_assignment(score, maximize=True)
-    gt_ids, pred_ids = gt["id"].to_numpy(np.int64), pred["id"].to_numpy(np.int64)
     return {
         int(gt_ids[r]): int(pred_ids[c]) for r, c in zip(assigned_rows, assigned_cols, strict=True) if score[r, c] > 0
     }
+
+
+def _by_frame(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Frames (sorted, unique), each one's first row, ids and (4, n) corners, rows stably sorted by frame."""
+    table = table.iloc[np.argsort(table["frame"].to_numpy(np.int64), kind="stable")]
+    frames = table["frame"].to_numpy(np.int64)
+    unique, starts = np.unique(frames, return_index=True)
+    return unique, np.append(starts, len(frames)), table["id"].to_numpy(np.int64), _corners(table)
 
 
 def person_states(gt: pd.DataFrame, pred: pd.DataFrame, iou_threshold: float) -> pd.DataFrame:
     """One row per ground-truth box: frame, gt_id, track_id (-1 when missed) and state (ok, missed, switched)."""
     rows: list[tuple[int, int, int, str]] = []
     last: dict[int, int] = {}
-    predicted = {int(f): part for f, part in pred.groupby("frame", sort=False)}
-    empty = pred.iloc[0:0]
-    for frame, part in gt.groupby("frame", sort=True):
-        matches = match_frame(part, predicted.get(int(frame), empty), iou_threshold)
-        for gt_id in part["id"].to_numpy(np.int64):
+    gt_frames, gt_starts, gt_all, gt_corners = _by_frame(gt)
+    pred_frames, pred_starts, pred_all, pred_corners = _by_frame(pred)
+    where = {int(f): k for k, f in enumerate(pred_frames)}
+    for k, frame in enumerate(gt_frames):
+        g0, g1 = gt_starts[k], gt_starts[k + 1]
+        p = where.get(int(frame))
+        p0, p1 = (pred_starts[p], pred_starts[p + 1]) if p is not None else (0, 0)
+        ids = gt_all[g0:g1]
+        matches = _match(ids, gt_corners[:, g0:g1], pred_all[p0:p1], pred_corners[:, p0:p1], iou_threshold)
+        for gt_id in ids:
             track = matches.get(int(gt_id))
             if track is None:
                 rows.append((int(frame), int(gt_id), -1, MISSED))

@@ -14,7 +14,9 @@ the sha256 manifest first (in parallel). Written to ``data/egohumans/fetched`` (
 - ``detections_official.parquet``, ``detections_file.parquet`` (sequence, frame, x, y, w, h, score; empty when none),
 - ``images.parquet`` sequence, frame, path (the frame at its source location; frames are not copied), width,
   height, extrinsics (4 x 4 world-to-camera, row-major), time_stamp, calib_intrinsics (15), camera_model (params
-  ``camera_model``: how those intrinsics map rays to pixels), calib_extrinsics (12),
+  ``camera_model``: how those intrinsics map rays to pixels; an exo camera's COLMAP model), calib_extrinsics (12),
+  take and camera (from the ``file_name``; ``modality`` may list several annotations, read as one),
+- ``world_roots.parquet`` the takes' 3D ground truth (take, time_stamp, person, root; ``egoeval.egohumans.views``),
 - ``sequences.json`` names, lengths, fps, sizes, the modality, which detections were found, dropped duplicates,
   and ``limit`` in a smoke run (``egohumans.fetch.limit``: only the first N sequences by name are verified and kept).
 
@@ -34,6 +36,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from egoeval.egohumans.artifacts import FETCHED
+from egoeval.egohumans.exo import calibration_files, exo_image_calibration
 from egoeval.egohumans.formats import (
     DETECTION_COLUMNS,
     TrackingAnnotation,
@@ -44,10 +47,17 @@ from egoeval.egohumans.formats import (
     read_det_txt,
     read_detection_pickle,
     read_detections_parquet,
-    read_tracking_annotation,
     sort_detections,
 )
 from egoeval.egohumans.settings import FetchSettings
+from egoeval.egohumans.views import (
+    annotation_names,
+    official_detections_names,
+    pose_files,
+    read_annotations,
+    view_of,
+    world_roots,
+)
 from egoeval.errors import InputError
 from egoeval.io import (
     PARAMS_FILE,
@@ -65,16 +75,6 @@ from egoeval.tracking.mot import write_mot
 OUT_DIR = FETCHED
 
 
-def annotation_name(settings: FetchSettings) -> str:
-    """The annotation's path relative to the root, ``{modality}`` filled in."""
-    return settings.annotation.replace("{modality}", settings.modality)
-
-
-def official_detections_name(settings: FetchSettings) -> str:
-    """``detections_<modality>.pkl`` beside the annotation (where the official conversion script writes it)."""
-    return (Path(annotation_name(settings)).parent / f"detections_{settings.modality}.pkl").as_posix()
-
-
 def limit_sequences(annotation: TrackingAnnotation, limit: int | None) -> TrackingAnnotation:
     """``egohumans.fetch.limit``: the annotation cut to its first ``limit`` sequences by name (all when None)."""
     if limit is None or limit >= len(annotation.sequences):
@@ -89,23 +89,30 @@ def limit_sequences(annotation: TrackingAnnotation, limit: int | None) -> Tracki
 def input_files(
     root: Path, settings: FetchSettings, file_mode: bool, limit: int | None = None
 ) -> tuple[TrackingAnnotation, list[str]]:
-    """The parsed annotation (whole) and every file it makes fetch read, each inside the data root (symlinks
-    followed; else an error naming the annotation's image or the param): frames and calibration files of the first
-    ``limit`` sequences (``limit_sequences``; all when None), the released detections, and with ``file_mode``
-    (``file`` among egohumans.detect.modes) the user's detections."""
+    """The parsed annotation(s) (whole) and every file they make fetch read, each inside the data root (symlinks
+    followed; else an error naming the annotation's image or the param): frames and calibration (Aria's, the exo
+    cameras' COLMAP files) of the first ``limit`` sequences (``limit_sequences``; all when None), the takes' 3D
+    ground truth, the released detections, and with ``file_mode`` (``file`` among egohumans.detect.modes) the
+    user's detections."""
     roots = data_roots(root)
-    where = data_file(root, annotation_name(settings), PARAMS_FILE, "egohumans.fetch.annotation", roots)
-    annotation = read_tracking_annotation(where, settings.duplicate_videos)
-    names = [annotation_name(settings)]
+    annotation = read_annotations(root, settings, roots)
+    names = annotation_names(settings)
+    where = root / names[0]
     images = limit_sequences(annotation, limit).images
     for image_id, name in zip(images["image_id"], images["file_name"], strict=True):
         calibration = calibration_path(name)
         for needed in (name, *([calibration[0]] if calibration else [])):
             data_file(root, needed, where, f"image id {image_id}", roots)
             names.append(needed)
-    official = official_detections_name(settings)
-    if data_file(root, official, PARAMS_FILE, "egohumans.fetch.annotation", roots).is_file():
-        names.append(official)
+    takes = sorted({view[0] for view in map(view_of, images["file_name"]) if view is not None})
+    for name in calibration_files(root, takes):
+        names.append(inside(root / name, roots, where, name).relative_to(root).as_posix())
+    for _, _, name in pose_files(images):
+        if data_file(root, name, where, name, roots).is_file():
+            names.append(name)
+    for official in official_detections_names(settings):
+        if data_file(root, official, PARAMS_FILE, "egohumans.fetch.annotation", roots).is_file():
+            names.append(official)
     return annotation, names + (user_detections(root, settings, roots, required=True) if file_mode else [])
 
 
@@ -148,14 +155,29 @@ def _file_detections(root: Path, name: str, annotation: Any) -> pd.DataFrame:
     return table
 
 
-def _calibration(root: Path, file_names: pd.Series) -> tuple[list[list[float]], list[list[float]]]:
-    intrinsics, extrinsics = [], []
-    for name in tqdm(file_names, desc="calibration", unit="file", disable=len(file_names) < 1000):
-        found = calibration_path(name)
-        k, e = read_aria_calibration(root / found[0], found[1]) if found else ([], [])
-        intrinsics.append(k)
-        extrinsics.append(e)
-    return intrinsics, extrinsics
+def _calibration(root: Path, images: pd.DataFrame, camera_model: str) -> pd.DataFrame:
+    """Per image: take, camera, calib_intrinsics, camera_model, calib_extrinsics and extrinsics (the annotation's;
+    an exo camera's from its take's COLMAP files, which also give its model and parameters)."""
+    views = [view_of(name) or ("", "") for name in images["file_name"]]
+    stamps = [None if pd.isna(t) else int(t) for t in images["time_stamp"]]
+    exo = exo_image_calibration(root, [(take, camera, t) for (take, camera), t in zip(views, stamps, strict=True)])
+    rows = []
+    pairs = tqdm(
+        zip(images["file_name"], images["extrinsics"], exo, strict=True),
+        desc="calibration",
+        unit="file",
+        total=len(exo),
+        disable=len(exo) < 1000,
+    )
+    for name, extrinsics, found in pairs:
+        aria = calibration_path(name)
+        if found is not None:
+            rows.append((found[0], found[2], [], list(extrinsics) or found[1]))
+        else:
+            k, e = read_aria_calibration(root / aria[0], aria[1]) if aria else ([], [])
+            rows.append((k, camera_model, e, list(extrinsics)))
+    table = pd.DataFrame(rows, columns=["calib_intrinsics", "camera_model", "calib_extrinsics", "extrinsics"])
+    return table.assign(take=[v[0] for v in views], camera=[v[1] for v in views])
 
 
 def fetch(settings: FetchSettings, out_dir: str | Path, modes: Sequence[str]) -> dict[str, object]:
@@ -165,23 +187,26 @@ def fetch(settings: FetchSettings, out_dir: str | Path, modes: Sequence[str]) ->
     root, manifest, out_dir = Path(settings.path), Path(settings.manifest), Path(out_dir)
     if not manifest.is_file():
         raise InputError(manifest, "the sha256 manifest (egohumans.fetch.manifest) does not exist")
-    if not (root / annotation_name(settings)).is_file():
-        raise InputError(root / annotation_name(settings), "missing (egohumans.fetch.annotation, under the data root)")
-    verify_manifest(manifest, root, [annotation_name(settings)])
+    for name in annotation_names(settings):
+        if not (root / name).is_file():
+            raise InputError(root / name, "missing (egohumans.fetch.annotation, under the data root)")
+    verify_manifest(manifest, root, annotation_names(settings))
     file_mode = "file" in modes
     annotation, names = input_files(root, settings, file_mode, settings.limit)
     verify_manifest(manifest, root, names)
 
+    found = [name for name in official_detections_names(settings) if (root / name).is_file()]
     official = None
-    if (root / official_detections_name(settings)).is_file():
-        official = read_detection_pickle(root / official_detections_name(settings), annotation.images)
+    if found:
+        parts = [read_detection_pickle(root / name, annotation.images) for name in found]
+        official = sort_detections(pd.concat(parts, ignore_index=True))
     file_name = settings.detections if file_mode else None
     file = _file_detections(root, file_name, annotation) if file_name else None
     annotation = limit_sequences(annotation, settings.limit)  # detections were read against the whole annotation
     kept = set(annotation.sequences["name"])
     official, file = (None if t is None else t[t["sequence"].isin(kept)] for t in (official, file))
-    intrinsics, extrinsics = _calibration(root, annotation.images["file_name"])
     images = annotation.images
+    calibration = _calibration(root, images, settings.camera_model)
     image_table = pd.DataFrame(
         {
             "sequence": images["sequence"],
@@ -189,19 +214,23 @@ def fetch(settings: FetchSettings, out_dir: str | Path, modes: Sequence[str]) ->
             "path": [(root / name).as_posix() for name in images["file_name"]],
             "width": images["width"],
             "height": images["height"],
-            "extrinsics": images["extrinsics"],
+            "extrinsics": calibration["extrinsics"],
             "time_stamp": images["time_stamp"],
-            "calib_intrinsics": intrinsics,
-            "camera_model": settings.camera_model,
-            "calib_extrinsics": extrinsics,
+            "calib_intrinsics": calibration["calib_intrinsics"],
+            "camera_model": calibration["camera_model"],
+            "calib_extrinsics": calibration["calib_extrinsics"],
+            "take": calibration["take"],
+            "camera": calibration["camera"],
         }
     )
+    world = world_roots(root, pose_files(images))
+    annotations = annotation_names(settings)
     summary: dict[str, object] = {
         "source": settings.source,
         "modality": settings.modality,
-        "annotation": annotation_name(settings),
+        "annotation": annotations[0] if len(annotations) == 1 else annotations,
         "detections": {
-            "official": official_detections_name(settings) if official is not None else None,
+            "official": (found[0] if len(found) == 1 else found) if official is not None else None,
             "file": file_name or None,
         },
         "dropped_videos": annotation.dropped_videos,
@@ -227,6 +256,7 @@ def fetch(settings: FetchSettings, out_dir: str | Path, modes: Sequence[str]) ->
                 work / f"detections_{kind}.parquet", (empty_detections() if table is None else table)[DETECTION_COLUMNS]
             )
         write_parquet(work / "images.parquet", image_table)
+        write_parquet(work / "world_roots.parquet", world)
         write_json(work / "sequences.json", summary)
     return summary
 

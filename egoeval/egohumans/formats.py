@@ -37,11 +37,12 @@ import pandas as pd
 
 from egoeval.errors import InputError
 from egoeval.io import MAX_DEPTH, MAX_ELEMENTS, read_bounded, read_json, read_parquet, read_text, relative_path_problem
+from egoeval.tracking.mot import WORLD_COLUMNS
 
 GT_COLUMNS = ["frame", "id", "x", "y", "w", "h", "conf"]
 # a person's 3D root (pelvis) in world coordinates, metres, where the detections carry one (the official pickle's
 # roots_3d, det.txt's x, y, z); NaN where unknown
-ROOT_COLUMNS = ["root_x", "root_y", "root_z"]
+ROOT_COLUMNS = WORLD_COLUMNS
 DETECTION_COLUMNS = ["sequence", "frame", "x", "y", "w", "h", "score", *ROOT_COLUMNS]
 # ground-truth boxes, the released pickle (ground-truth boxes, score 1.0), detections the user brings, a YOLO model
 DETECTION_MODES = ("gt", "official", "file", "yolo")

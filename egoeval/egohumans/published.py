@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from egoeval.egohumans.crossview import compare_lines
 from egoeval.egohumans.settings import CompareSettings
 from egoeval.errors import InputError
 from egoeval.io import PARAMS_FILE
@@ -98,4 +99,4 @@ def format_comparison(table: PublishedTable, rows: list[tuple[str, str, str, lis
 def compare_published(metrics: dict[str, Any], settings: CompareSettings) -> str:
     """The EgoHumans part of ``egoeval compare``: our runs beside the published table of ``egohumans.compare``."""
     table = read_published(settings.published_file)
-    return format_comparison(table, comparison(metrics, table, settings.published))
+    return format_comparison(table, comparison(metrics, table, settings.published)) + compare_lines(metrics)

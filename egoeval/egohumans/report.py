@@ -2,6 +2,7 @@
 
 - every tracker x detection mode with IDF1, MOTA and HOTA per sequence (metrics/egohumans.json) beside the published
   table (``egohumans.compare``);
+- every run's cross-view scores (``egoeval.egohumans.crossview``: multi-camera identity, world-frame tracking);
 - the frames where the runs disagree most (``egohumans.report.frames``; ``egoeval.egohumans.disagreement``) with
   each run's boxes and track ids drawn over the frame.
 """
@@ -18,6 +19,7 @@ from PIL import Image
 
 from egoeval.benchmarks import ReportPart, ReportSection
 from egoeval.charts import PALETTE, grouped_bars
+from egoeval.egohumans import crossview
 from egoeval.egohumans.artifacts import GT_DIR, IMAGES, METRICS_FILE, PAIRED_FILE, TRACKS
 from egoeval.egohumans.disagreement import Disagreement, match_frame, most_disputed
 from egoeval.egohumans.published import PublishedTable, read_published
@@ -233,9 +235,11 @@ def report(root: Path, settings: Any) -> ReportPart:
     )
     runs_table = tracking_section(metrics, runs, published, dict(params.compare.published))
     shown = (params.score.protocol, params.paired.confidence)
+    across = crossview.report_section(metrics, [run for run, _, _ in runs], params.score.cross_view.distance_m)
     sections = [
         ReportSection("egohumans-runs", "tracking", runs_table),
         ReportSection("egohumans-paired", "paired", paired_section(read_paired(root / PAIRED_FILE), *shown)),
+        ReportSection("egohumans-crossview", "across views", across),
         ReportSection("egohumans-frames", "disagreements", frames),
     ]
     return ReportPart(sections, STYLE)

@@ -14,17 +14,19 @@ from egoeval.io import relative_path_problem
 from egoeval.settings import BootstrapSettings, Fraction, NonEmptyStr, NonNegativeInt, PositiveInt, Section, unique_list
 
 DetectionMode = Literal["gt", "official", "file", "yolo"]
+Modality = Literal["ego_rgb", "ego_slam", "exo"]
 
 
 class SampleSettings(Section):
-    """``egohumans.sample``: the bundled synthetic sequences."""
+    """``egohumans.sample``: the bundled synthetic multi-view takes."""
 
     sequences: PositiveInt
     frames: Annotated[int, Field(ge=2)]
     fps: Annotated[int, Field(ge=1, le=240)]
     width: Annotated[int, Field(ge=64)]
     height: Annotated[int, Field(ge=64)]
-    people: PositiveInt
+    people: Annotated[int, Field(ge=2)]  # everyone wears Aria glasses: one ego view each
+    exo_cameras: NonNegativeInt  # static secondary cameras
     seed: NonNegativeInt
 
 
@@ -35,7 +37,7 @@ class FetchSettings(Section):
     source: Literal["sample", "local"]
     path: NonEmptyStr  # the data root; images' file_name are relative to it
     annotation: NonEmptyStr  # relative to the root; {modality} is filled in
-    modality: Literal["ego_rgb", "ego_slam", "exo"]
+    modality: Modality | Annotated[list[Modality], Field(min_length=1), AfterValidator(unique_list)]  # one or several
     manifest: NonEmptyStr  # the sha256 manifest pinning every file read under the root
     detections: NonEmptyStr | None  # detections the user brings (mode file), relative to the root
     duplicate_videos: Literal["error", "drop"]
@@ -94,6 +96,7 @@ def packaged_trackers() -> dict[str, dict[str, Any]]:
 # egoeval's own trackers (egoeval.egohumans.trackers), each with its YAML of defaults beside its module
 OWN_TRACKERS = sorted((Path(__file__).parent / "trackers").glob("*.yaml"))
 OWN_RANGES = {"root_noise": (0.0, 1.0), "walk_noise_m": (1e-6, 1.0), "gate_probability": (0.5, 0.999999)}
+OWN_RANGES |= {"size_noise": (0.01, 1.0), "person_height_m": (0.5, 2.5)}
 GMC_METHODS = ("none", "sparseOptFlow", "orb", "sift", "ecc")
 
 
@@ -171,11 +174,29 @@ class TrackSettings(Section):
         return self
 
 
+class CrossViewScoreSettings(Section):
+    """``egohumans.score.cross_view``: scoring across a take's views (egoeval.tracking.crossview)."""
+
+    distance_m: Annotated[float, Field(gt=0)]  # the world frame: a match at this distance or nearer
+    zero_distance_m: Annotated[float, Field(gt=0)]  # similarity 1 - d / this (HOTA's alphas: its 0.05 .. 0.95)
+    bootstrap_block: PositiveInt  # time stamps per bootstrap block
+    bootstrap_samples: Annotated[int, Field(ge=10, le=100_000)]
+    bootstrap_seed: NonNegativeInt
+    confidence: Annotated[float, Field(gt=0, lt=1)]
+
+    @model_validator(mode="after")
+    def _within(self) -> CrossViewScoreSettings:
+        if self.distance_m >= self.zero_distance_m:
+            raise ValueError(f"distance_m ({self.distance_m}) must be below zero_distance_m ({self.zero_distance_m})")
+        return self
+
+
 class ScoreSettings(Section):
     """``egohumans.score``: the evaluation's rules and the matching threshold."""
 
     protocol: Literal["official", "trackeval"]
     iou_threshold: Annotated[float, Field(gt=0, le=1)]
+    cross_view: CrossViewScoreSettings
 
 
 class PairedSettings(BootstrapSettings):

@@ -5,7 +5,10 @@ The tracker gets the boxes frame by frame (every frame of the sequence, empty on
 (``gmc_method`` other than ``none``, BoT-SORT and the others that have it) gets each frame's image, read from the
 fetched frames; appearance ReID (``with_reid``) is refused by the settings: it would need a model download.
 egoeval's own trackers (``egomotion``: the head rotation; ``world``: a Kalman filter on 3D roots in the world frame)
-read each frame's camera pose from fetch's images table. A fresh tracker per sequence; track ids start at 1.
+read each frame's camera pose from fetch's images table. A fresh tracker per sequence; track ids start at 1;
+``multiview`` tracks each take's sequences at once (egoeval.egohumans.trackers.multiview). Each run folder also holds
+``world.parquet``: the world point of every box that has one (its detection's root; the multi-view tracker's fused
+root), which the MOTChallenge files leave at ``-1, -1, -1`` (TrackEval reads that column as the class).
 """
 
 from __future__ import annotations
@@ -19,15 +22,19 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from egoeval.egohumans.artifacts import WORLD_POINTS
+from egoeval.egohumans.exo import camera_pose
 from egoeval.egohumans.formats import ROOT_COLUMNS, read_detections_parquet
 from egoeval.egohumans.settings import TrackerConfig
-from egoeval.egohumans.trackers import make_tracker, uses_cameras, uses_frames
+from egoeval.egohumans.trackers import make_tracker, tracks_takes, uses_cameras, uses_frames
 from egoeval.egohumans.trackers.egomotion import CameraPose
+from egoeval.egohumans.trackers.multiview import check_views, link_views, local_settings
 from egoeval.errors import InputError
-from egoeval.io import read_json, read_parquet, replaced_dir
+from egoeval.io import read_json, read_parquet, replaced_dir, write_parquet
 from egoeval.tracking.mot import write_mot
 
-MOT_COLUMNS = ["frame", "id", "x", "y", "w", "h", "conf"]
+MOT_COLUMNS = ["frame", "id", "x", "y", "w", "h", "conf", *ROOT_COLUMNS]  # the world point: its detection's root
+WORLD_POINT_COLUMNS = ["sequence", "frame", "id", *ROOT_COLUMNS]
 
 
 @dataclass(frozen=True)
@@ -52,16 +59,17 @@ class Boxes:
 
 
 def camera_poses(images: pd.DataFrame, path: Path) -> dict[str, dict[int, CameraPose]]:
-    """Per sequence, frame -> camera pose from fetch's images table (extrinsics, Aria calibration intrinsics)."""
+    """Per sequence, frame -> camera pose from fetch's images table (extrinsics; Aria calibration intrinsics, or an
+    exo camera's COLMAP model: ``egoeval.egohumans.exo``)."""
     missing = [c for c in ("extrinsics", "calib_intrinsics", "camera_model") if c not in images.columns]
     if missing:
         raise InputError(path, f"the egomotion tracker needs the columns {missing} (fetch the calibration too)")
     poses: dict[str, dict[int, CameraPose]] = {}
     for row in images.itertuples(index=False):
-        if row.calib_intrinsics is None or row.extrinsics is None:
+        if row.calib_intrinsics is None or row.extrinsics is None or not len(row.extrinsics):
             continue  # no calibration for this frame: the tracker carries its boxes over the gap
         try:
-            pose = CameraPose.from_calibration(row.calib_intrinsics, row.extrinsics, row.camera_model)
+            pose = camera_pose(row.calib_intrinsics, row.extrinsics, row.camera_model)
         except ValueError as error:
             raise InputError(path, f"camera of frame {row.frame}: {error}", row=row.sequence) from None
         poses.setdefault(str(row.sequence), {})[int(row.frame)] = pose
@@ -110,13 +118,41 @@ def track_sequence(
         out = tracker.update(boxes, image)
         if len(out):
             out = np.asarray(out, dtype=np.float64)
-            rows.append(
-                np.column_stack([np.full(len(out), frame), out[:, 4], out[:, :2], out[:, 2:4] - out[:, :2], out[:, 5]])
-            )
-    table = np.concatenate(rows) if rows else np.zeros((0, 7))
+            root = roots[lo:hi][out[:, 7].astype(np.int64)]  # the root of the detection each box comes from
+            box = [out[:, :2], out[:, 2:4] - out[:, :2]]
+            rows.append(np.column_stack([np.full(len(out), frame), out[:, 4], *box, out[:, 5], root]))
+    table = np.concatenate(rows) if rows else np.zeros((0, len(MOT_COLUMNS)))
     df = pd.DataFrame(np.round(table, 3), columns=MOT_COLUMNS)
     df[["frame", "id"]] = df[["frame", "id"]].astype(np.int64)
     return df.sort_values(["frame", "id"]).reset_index(drop=True)
+
+
+def track_views(
+    name: str,
+    config: TrackerConfig,
+    detections: pd.DataFrame,
+    images: pd.DataFrame,
+    cameras: dict[str, dict[int, CameraPose]],
+    lengths: dict[str, int],
+) -> dict[str, pd.DataFrame]:
+    """The multi-view tracker (egoeval.egohumans.trackers.multiview) over every take of fetch's ``images`` table
+    (sequence, frame, take, camera, time_stamp, width, height): each camera tracked by the world tracker, then its
+    tracklets linked across the take's cameras (a camera without any pose is left out). ``lengths``: each sequence's
+    frames. Returns each sequence's table."""
+    check_views(name, images)
+    local = local_settings(config)
+    by_sequence = dict(tuple(detections.groupby("sequence", sort=True)))
+    out: dict[str, pd.DataFrame] = {}
+    for _, frames in images.groupby("take", sort=True):
+        tables = {}
+        for sequence in sorted(set(frames["sequence"])):
+            rows = by_sequence.get(sequence, detections.iloc[:0])
+            if not cameras.get(sequence):  # a camera with no pose at all cannot be placed: its boxes are left out
+                tables[sequence] = track_sequence(local, rows.iloc[:0], 0, cameras={0: None})
+                continue
+            tables[sequence] = track_sequence(local, rows, lengths[sequence], cameras=cameras[sequence])
+        out |= link_views(config.model_dump(), tables, frames, cameras)
+    return out
 
 
 def _count(value: object) -> bool:
@@ -160,19 +196,32 @@ def track(name: str, config: TrackerConfig, detections_path: Path, fetched: Path
         for sequence, rows in images.groupby("sequence"):
             frames[str(sequence)] = dict(zip(rows["frame"].tolist(), rows["path"].tolist(), strict=True))
     by_sequence = dict(tuple(detections.groupby("sequence", sort=True)))
-    total = 0
+    for seq in sequences:
+        rows = by_sequence.get(seq["name"], detections.iloc[:0])
+        if len(rows) and rows["frame"].max() > seq["length"]:
+            raise InputError(
+                detections_path,
+                f"frame beyond the sequence's {seq['length']} frames",
+                row=f"{seq['name']} frame {rows['frame'].max()}",
+            )
+    if tracks_takes(config):
+        columns = ["sequence", "frame", "take", "camera", "time_stamp", "width", "height"]
+        images = read_parquet(fetched / "images.parquet", columns)
+        lengths = {s["name"]: int(s["length"]) for s in sequences}
+        tables = track_views(name, config, detections, images, cameras, lengths)
+    total, points = 0, []
     with replaced_dir(out_dir) as work:
         for seq in tqdm(sequences, desc=f"{name} {out_dir.name}", unit="seq"):
             rows = by_sequence.get(seq["name"], detections.iloc[:0])
-            if len(rows) and rows["frame"].max() > seq["length"]:
-                raise InputError(
-                    detections_path,
-                    f"frame beyond the sequence's {seq['length']} frames",
-                    row=f"{seq['name']} frame {rows['frame'].max()}",
+            if tracks_takes(config):
+                table = tables.get(seq["name"], pd.DataFrame(columns=MOT_COLUMNS))
+            else:
+                table = track_sequence(
+                    config, rows, int(seq["length"]), frames.get(seq["name"], {}), cameras.get(seq["name"])
                 )
-            table = track_sequence(
-                config, rows, int(seq["length"]), frames.get(seq["name"], {}), cameras.get(seq["name"])
-            )
             write_mot(work / f"{seq['name']}.txt", table)
+            points.append(table.dropna(subset=ROOT_COLUMNS).assign(sequence=seq["name"])[WORLD_POINT_COLUMNS])
             total += len(table)
+        world = pd.concat([pd.DataFrame(columns=WORLD_POINT_COLUMNS), *points], ignore_index=True)
+        write_parquet(work / WORLD_POINTS, world.astype({"sequence": "str", "frame": np.int64, "id": np.int64}))
     return total

@@ -23,6 +23,7 @@ from egoeval.errors import InputError
 from egoeval.io import MAX_LINE_BYTES, atomic_write_text, long_line, read_bounded, read_text
 
 COLUMNS = ["frame", "id", "x", "y", "w", "h", "conf"]
+WORLD_COLUMNS = ["root_x", "root_y", "root_z"]  # a box's world point (a person's 3D root, metres): world.parquet
 MIN_FIELDS, MAX_FIELDS = 6, 10
 _MAX_INT = 2.0**53  # larger "integers" are not exact in the float64 text TrackEval reads
 

@@ -20,6 +20,7 @@ import argparse
 import pandas as pd
 
 from egoeval.egohumans.artifacts import (
+    FETCHED,
     GT_DIR,
     HEAD_SPEED_PLOT,
     IMAGES,
@@ -28,6 +29,7 @@ from egoeval.egohumans.artifacts import (
     SEQUENCES_PLOT,
     TRACKS,
 )
+from egoeval.egohumans.crossview import cross_view_runs
 from egoeval.egohumans.head_speed import head_speed_table, head_speeds
 from egoeval.egohumans.paired import paired_table
 from egoeval.egohumans.scoring import read_runs, run_names, score_runs, sequence_table
@@ -49,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
             params = benchmark_settings("egohumans")
             gt, tracks = read_runs(GT_DIR, TRACKS, run_names(params))
             results = score_runs(gt, tracks, params.score)
+            for run, entry in cross_view_runs(params, gt, tracks, FETCHED, TRACKS).items():  # across each take's views
+                results[run]["cross_view"] = entry
             speeds = head_speeds(read_parquet(IMAGES, ["sequence", "frame", "extrinsics"]))
             by_speed = head_speed_table(gt, tracks, speeds, params.score)
             outputs.write(METRICS_FILE, json_bytes(results))

@@ -8,7 +8,9 @@ is a module and a YAML here and an entry in OWN. egoeval's own trackers read eac
 (``tracker.camera``, set before each ``update``):
 
 - ``egomotion`` (egomotion.py): ByteTrack whose predicted boxes follow the wearer's known head rotation;
-- ``world`` (world.py): a Kalman filter on each person's 3D root in the world frame (EgoHumans' SimpleBaseline idea).
+- ``world`` (world.py): a Kalman filter on each person's 3D root in the world frame (EgoHumans' SimpleBaseline idea);
+- ``multiview`` (multiview.py): a take's cameras at once (TAKE_TRACKERS: ``egoeval.egohumans.tracking.track_views``):
+  the world tracker per camera, its tracklets linked across cameras and time into one global id per person.
 """
 
 from __future__ import annotations
@@ -18,10 +20,16 @@ from typing import Any
 
 from egoeval.egohumans.settings import TrackerConfig
 from egoeval.egohumans.trackers.egomotion import make_egomotion_tracker
+from egoeval.egohumans.trackers.multiview import make_multiview_tracker
 from egoeval.egohumans.trackers.world import make_world_tracker
 
-OWN: dict[str, Callable[[Any], Any]] = {"egomotion": make_egomotion_tracker, "world": make_world_tracker}
-CAMERA_TRACKERS = ("egomotion", "world")  # the trackers that read each frame's camera pose
+OWN: dict[str, Callable[[Any], Any]] = {
+    "egomotion": make_egomotion_tracker,
+    "world": make_world_tracker,
+    "multiview": make_multiview_tracker,
+}
+CAMERA_TRACKERS = ("egomotion", "world", "multiview")  # the trackers that read each frame's camera pose
+TAKE_TRACKERS = ("multiview",)  # the trackers of whole takes, whose ids are global over the take's cameras
 
 
 def make_tracker(config: TrackerConfig) -> Any:
@@ -42,3 +50,8 @@ def uses_frames(config: TrackerConfig) -> bool:
 def uses_cameras(config: TrackerConfig) -> bool:
     """Whether the tracker needs each frame's camera pose (the ego-motion and world trackers)."""
     return config.tracker_type in CAMERA_TRACKERS
+
+
+def tracks_takes(config: TrackerConfig) -> bool:
+    """Whether the tracker tracks a take's cameras at once (``track_views``), not one sequence at a time."""
+    return config.tracker_type in TAKE_TRACKERS

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 NEWTON_STEPS = 10
+CONVERGED = 1e-15  # radians: a Newton step this small is the last one
 
 
 CAMERA_MODELS = ("aria_fisheye", "pinhole")
@@ -51,12 +52,26 @@ class CameraModel:
         return cls(float(v[0]), v[1:3], v[3:9], v[9:11], v[11:15], pinhole)
 
     def _distort(self, xr: np.ndarray) -> np.ndarray:
+        if not self.tangential.any() and not self.thin_prism.any():
+            return xr  # no tangential or thin-prism terms: the map is the identity
         r2 = np.sum(xr * xr, axis=-1, keepdims=True)
         out = xr + 2 * np.sum(xr * self.tangential, axis=-1, keepdims=True) * xr + r2 * self.tangential
         powers = np.concatenate([r2, r2 * r2], axis=-1)
         out[..., 0] += powers @ self.thin_prism[0:2]
         out[..., 1] += powers @ self.thin_prism[2:4]
         return out
+
+    def _radial(self, t2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """At theta^2 = ``t2``: theta_d / theta = 1 + k0 theta^2 + k1 theta^4 + ... and its derivative d theta_d /
+        d theta = 1 + 3 k0 theta^2 + 5 k1 theta^4 + ..., by Horner's rule."""
+        terms = [float(k) for k in self.radial]
+        while terms and terms[-1] == 0.0:  # trailing zero terms add nothing
+            terms.pop()
+        value, slope = 0.0 * t2, 0.0 * t2
+        for i in range(len(terms) - 1, -1, -1):
+            value = (value + terms[i]) * t2
+            slope = (slope + (2 * i + 3) * terms[i]) * t2
+        return 1 + value, 1 + slope
 
     def project(self, rays: np.ndarray) -> np.ndarray:
         """(N, 3) directions with z > 0 -> (N, 2) pixels."""
@@ -65,8 +80,7 @@ class CameraModel:
             return self.focal * planar + self.centre
         norm = np.linalg.norm(planar, axis=1, keepdims=True)
         theta = np.arctan(norm)
-        t2 = theta * theta
-        radial = theta * (1 + sum(k * t2 ** (i + 1) for i, k in enumerate(self.radial)))
+        radial = theta * self._radial(theta * theta)[0]
         scale = np.divide(radial, norm, out=np.ones_like(norm), where=norm > 1e-12)
         return self.focal * self._distort(planar * scale) + self.centre
 
@@ -83,10 +97,12 @@ class CameraModel:
         wanted = np.linalg.norm(xr, axis=1)
         theta = wanted.copy()
         for _ in range(NEWTON_STEPS):  # radial: theta such that theta * poly(theta^2) = |xr|
-            t2 = theta * theta
-            value = theta * (1 + sum(k * t2 ** (i + 1) for i, k in enumerate(self.radial)))
-            slope = 1 + sum((2 * i + 3) * k * t2 ** (i + 1) for i, k in enumerate(self.radial))
+            poly, slope = self._radial(theta * theta)
+            value = theta * poly
+            before = theta
             theta = np.clip(theta + (wanted - value) / np.where(np.abs(slope) > 1e-9, slope, 1e-9), 0, np.pi / 2 - 1e-6)
+            if np.all(np.abs(theta - before) <= CONVERGED):  # Newton's method has converged: more steps change nothing
+                break
         scale = np.divide(np.tan(theta), wanted, out=np.ones_like(wanted), where=wanted > 1e-12)
         return np.column_stack([xr * scale[:, None], np.ones(len(xr))])
 

@@ -51,7 +51,6 @@ FORMATS = ("leaderboard-tsx", "paper-table-mdx", "eval-json")
 PROVENANCE = ("repository", "commit", "path", "licence")
 PUBLISHED_PROTOCOL = "official"  # the authors' own runs (eval_api.py), which protocol `official` follows
 RANKED_BY = "both"  # the leaderboard's order: action and justification both right
-SAMPLE_DATASET = "sample"  # what rows of the bundled synthetic sample say for dataset: never the published one
 
 Figures = dict[str, dict[str, dict[str, float | int | None]]]  # {setting: {model: {metric: value, n}}}
 
@@ -194,11 +193,6 @@ def source_of(table: dict[str, Any]) -> str:
         f"sha256 {table['sha256']}"
     )
     return shown + (f"; {table['note']}" if table.get("note") else "")
-
-
-def run_dataset(source: str, dataset: str) -> str:
-    """The dataset a run's rows are of (``egonormia.fetch``'s source and dataset): the sample is not the dataset."""
-    return SAMPLE_DATASET if source == "sample" else dataset
 
 
 def mismatch(row: dict[str, Any], table: dict[str, Any]) -> str:
@@ -390,7 +384,7 @@ def compare_report(
     if table and select_table(published, chosen, split or run_split, table) is None:
         have = sorted({t["as"] for t in published.get("tables", []) if t["dataset"] == chosen})
         raise InputError(PUBLISHED_FILE, f"no table {table!r} for {chosen}/{split or run_split} (tables: {have})")
-    recorded = {"dataset": run_dataset(settings.fetch.source, settings.fetch.dataset), "split": run_split}
+    recorded = {"dataset": settings.fetch.rows_dataset, "split": run_split}
     lines = comparison_lines(
         metrics, published, chosen, names, split or run_split, run_split, table, recorded, list_published
     )

@@ -49,6 +49,11 @@ class FetchSettings(Section):
     hf_revision: Annotated[str, Field(pattern=r"^[0-9a-f]{40}$")] | None
     split: Literal["full", "verified"]
 
+    @property
+    def rows_dataset(self) -> str:
+        """The dataset our result rows name: ``sample`` for the bundled synthetic sample, never the published one."""
+        return "sample" if self.source == "sample" else self.dataset
+
     @model_validator(mode="after")
     def _hub_source_pinned(self) -> FetchSettings:
         if self.source != "huggingface":

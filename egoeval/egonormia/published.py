@@ -35,8 +35,9 @@ import hashlib
 import json
 import re
 import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from egoeval.egonormia.result_names import setting_of
 from egoeval.egonormia.scoring import score_official
@@ -50,6 +51,7 @@ SPLITS = ("full", "verified")
 FORMATS = ("leaderboard-tsx", "paper-table-mdx", "eval-json")
 PROVENANCE = ("repository", "commit", "path", "licence")
 PUBLISHED_PROTOCOL = "official"  # the authors' own runs (eval_api.py), which protocol `official` follows
+K = TypeVar("K")
 RANKED_BY = "both"  # the leaderboard's order: action and justification both right
 
 Figures = dict[str, dict[str, dict[str, float | int | None]]]  # {setting: {model: {metric: value, n}}}
@@ -206,14 +208,12 @@ def mismatch(row: dict[str, Any], table: dict[str, Any]) -> str:
     )
 
 
-def ranked(values: dict[str, float | None]) -> list[tuple[int, str]]:
-    """``(rank, name)``, best first: higher value ranks higher, equal values share a rank (1, 2, 2, 4) and are
-    listed by name ignoring case; a missing value ranks last."""
+def ranked(values: Mapping[K, float | None], name: Callable[[K], str] = str) -> list[tuple[int, K]]:
+    """``(rank, key)``, best first: higher value ranks higher, equal values share a rank (1, 2, 2, 4) and are
+    listed by ``name`` ignoring case; a missing value ranks last."""
     present = [v for v in values.values() if v is not None]
-    order = sorted(values, key=lambda name: (values[name] is None, -(values[name] or 0.0), name.casefold(), name))
-    return [
-        (1 + (len(present) if values[name] is None else sum(v > values[name] for v in present)), name) for name in order
-    ]
+    order = sorted(values, key=lambda k: (values[k] is None, -(values[k] or 0.0), name(k).casefold(), name(k), str(k)))
+    return [(1 + (len(present) if values[k] is None else sum(v > values[k] for v in present)), k) for k in order]
 
 
 def select_table(published: dict[str, Any], dataset: str, split: str, name: str | None = None) -> dict | None:

@@ -68,16 +68,17 @@ def _figure(width: float, height: float) -> Figure:
 def interval_chart(
     rows: pd.DataFrame, order: dict[str, list[str]], metrics: Sequence[str], published: pd.DataFrame, prefix: str
 ) -> str:
-    """EgoNormia leaderboard: one panel per setting of ``order`` (top to bottom), its models in the given rank order
-    (best on top), each model's metrics (%) with 95% intervals; published figures as stars; the legend on top.
+    """EgoNormia leaderboard: one panel per setting of ``order``, side by side, each with its models in the given
+    rank order (best on top) and their metrics (%) with 95% intervals; published figures as stars; the legend on top.
+    About 4 inches tall for 16 models a panel: a laptop screen shows it whole.
 
     ``rows``: setting, model, metric, value, low, high. ``published``: setting, model, metric, value.
     """
     settings = list(order) or [""]
-    heights = [0.45 + 0.28 * max(1, len(order.get(s, []))) for s in settings]
+    most = max([1, *(len(models) for models in order.values())])
     with matplotlib.rc_context(RC):
-        figure = _figure(6.4, 0.7 + sum(heights))
-        axes = figure.subplots(len(settings), 1, sharex=True, squeeze=False, height_ratios=heights)[:, 0]
+        figure = _figure(3.6 * len(settings), max(2.2, 0.9 + 0.2 * most))
+        axes = figure.subplots(1, len(settings), sharex=True, squeeze=False)[0]
         offsets = {m: (i - (len(metrics) - 1) / 2) * 0.18 for i, m in enumerate(metrics)}
         for ax, setting in zip(axes, settings, strict=True):
             models = order.get(setting, [])
@@ -108,10 +109,10 @@ def interval_chart(
                     )
             ax.set_title(setting, loc="left")
             ax.set_yticks(range(len(models)), models)
-            ax.set_ylim(len(models) - 0.5, -0.5)  # rank 1 on top
+            ax.set_ylim(most - 0.5, -0.5)  # rank 1 on top, one row height in every panel
             ax.set_xlim(-3, 103)  # a marker at 0 or 100 stays whole
+            ax.set_xlabel("% (95% interval)")
             ax.grid(axis="x", alpha=0.3)
-        axes[-1].set_xlabel("% (95% interval)")
         labelled = [ax.get_legend_handles_labels() for ax in axes]
         unique = {label: handle for handles, labels in labelled for handle, label in zip(handles, labels, strict=True)}
         figure.legend(unique.values(), unique.keys(), loc="outside upper center", ncols=min(4, max(1, len(unique))))

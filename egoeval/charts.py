@@ -66,18 +66,22 @@ def _figure(width: float, height: float) -> Figure:
 
 
 def interval_chart(
-    rows: pd.DataFrame, settings: Sequence[str], metrics: Sequence[str], published: pd.DataFrame, prefix: str
+    rows: pd.DataFrame, order: dict[str, list[str]], metrics: Sequence[str], published: pd.DataFrame, prefix: str
 ) -> str:
-    """EgoNormia leaderboard: per setting, each model's metrics (%) with 95% intervals; published figures as stars.
+    """EgoNormia leaderboard: one panel per setting of ``order``, side by side, each with its models in the given
+    rank order (best on top) and their metrics (%) with 95% intervals; published figures as stars; the legend on top.
+    About 4 inches tall for 16 models a panel: a laptop screen shows it whole.
 
     ``rows``: setting, model, metric, value, low, high. ``published``: setting, model, metric, value.
     """
-    models = sorted(set(rows["model"]) | set(published["model"]))
+    settings = list(order) or [""]
+    most = max([1, *(len(models) for models in order.values())])
     with matplotlib.rc_context(RC):
-        figure = _figure(3.2 * max(1, len(settings)), 0.9 + 0.45 * max(1, len(models)) * 1.3)
-        axes = figure.subplots(1, max(1, len(settings)), sharey=True, squeeze=False)[0]
+        figure = _figure(3.6 * len(settings), max(2.2, 0.9 + 0.2 * most))
+        axes = figure.subplots(1, len(settings), sharex=True, squeeze=False)[0]
         offsets = {m: (i - (len(metrics) - 1) / 2) * 0.18 for i, m in enumerate(metrics)}
-        for ax, setting in zip(axes, settings, strict=False):
+        for ax, setting in zip(axes, settings, strict=True):
+            models = order.get(setting, [])
             for j, metric in enumerate(metrics):
                 part = rows[(rows["setting"] == setting) & (rows["metric"] == metric)]
                 y = [models.index(m) + offsets[metric] for m in part["model"]]
@@ -103,15 +107,15 @@ def interval_chart(
                         linewidths=0.5,
                         label=f"{metric} (published)",
                     )
-            ax.set_title(setting)
+            ax.set_title(setting, loc="left")
+            ax.set_yticks(range(len(models)), models)
+            ax.set_ylim(most - 0.5, -0.5)  # rank 1 on top, one row height in every panel
             ax.set_xlim(-3, 103)  # a marker at 0 or 100 stays whole
             ax.set_xlabel("% (95% interval)")
             ax.grid(axis="x", alpha=0.3)
-        axes[0].set_yticks(range(len(models)), models)
-        axes[0].invert_yaxis()
-        handles, labels = axes[0].get_legend_handles_labels()
-        unique = dict(zip(labels, handles, strict=True))
-        figure.legend(unique.values(), unique.keys(), loc="outside lower center", ncols=min(4, len(unique)))
+        labelled = [ax.get_legend_handles_labels() for ax in axes]
+        unique = {label: handle for handles, labels in labelled for handle, label in zip(handles, labels, strict=True)}
+        figure.legend(unique.values(), unique.keys(), loc="outside upper center", ncols=min(4, max(1, len(unique))))
     return to_svg(figure, prefix)
 
 

@@ -31,6 +31,8 @@ th{background:#f3f5fa}
 .tag.wrong{background:#fee}
 .ok{color:#137333;font-weight:bold}.bad{color:#c5221f;font-weight:bold}
 .note{color:#555;font-size:.85rem}
+h4.apart{font-weight:normal;color:#8a5a00;margin:1rem 0 .2rem}
+table.published{color:#444;background:#fafafa}
 svg.chart{max-width:100%;height:auto}
 """
 

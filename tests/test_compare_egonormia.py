@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy.stats import rankdata
 
 from egoeval.egonormia.published import (
     PROVENANCE,
@@ -15,6 +19,7 @@ from egoeval.egonormia.published import (
     figures_from_leaderboard,
     figures_from_paper_table,
     load_published,
+    ranked,
     select_table,
     setting_of,
 )
@@ -212,36 +217,47 @@ def compare(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_compare_prints_published_figures_beside_ours(tmp_path: Path) -> None:
-    metrics = _metrics(tmp_path)
-    done = compare(tmp_path, str(metrics), "--dataset", "ood_robot", "--map", "my-vlm=gpt-4o-240513")
+    metrics = _metrics(tmp_path, dataset="ood_robot")
+    done = compare(tmp_path, str(metrics), "--dataset", "ood_robot", "--map", "my-vlm=gpt-4o-240513", "--published")
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "video/gpt-4o-240513: action 45.45, justification 18.18, both 9.09, sensible_iou 25.00 (n 11)" in out
     assert "action: ours 40.00 [30.00, 50.00], published 45.45, ours - published -5.45, inside our 95%" in out
     assert "justification: ours 30.00 [0.00, 10.00], published 18.18, ours - published +11.82, outside our" in out
     assert "ours my-vlm (full run, n 11, protocol official)" in out
-    assert "pipeline/gpt-o3-mini" in out  # every published figure of the dataset is listed
+    assert re.search(r"^pipeline/gpt-o3-mini \(#\d+\): action ", out, re.MULTILINE)  # --published lists them all
 
 
 def test_compare_on_the_default_dataset_prints_the_leaderboard_with_no_n(tmp_path: Path) -> None:
-    _metrics(tmp_path)
-    done = compare(tmp_path, "metrics/egonormia.json")
+    _metrics(tmp_path, dataset="egonormia")
+    done = compare(tmp_path, "metrics/egonormia.json", "--published")
     assert done.returncode == 0, done.stderr
     out = done.stdout.splitlines()
-    assert out[0].startswith("published: egonormia, full split, leaderboard: Open-Social-World/osw-website ")
-    assert "commit b570aa1a51e17ea2ab7366b0fa4ae2f7c40be999 (MIT), sha256 " in out[0]
+    (source,) = [line for line in out if line.startswith("published: ")]
+    assert source.startswith("published: egonormia, full split, protocol official, leaderboard: Open-Social-World/")
+    assert "commit b570aa1a51e17ea2ab7366b0fa4ae2f7c40be999 (MIT), sha256 " in source
     published = select_table(load_published(), "egonormia", "full")
     assert published is not None
     listed = [line for line in out if line.startswith(("blind/", "pipeline/", "video/"))]
     assert len(listed) == sum(len(models) for models in published["figures"].values()) == 30
-    assert "video/Gemini 1.5 Pro: action 51.90, justification 47.80, both 45.30, sensible_iou 61.10" in out
+    video = [line for line in listed if line.startswith("video/")]  # ranked by both, best first
+    shown = [float(re.search(r"both ([\d.]+)", line).group(1)) for line in video]
+    assert shown == sorted(shown, reverse=True)
+    assert any(
+        re.fullmatch(
+            r"video/Gemini 1\.5 Pro \(#\d+\): action 51\.90, justification 47\.80, both 45\.30, "
+            r"sensible_iou 61\.10",
+            line,
+        )
+        for line in video
+    )
     assert "none of our models is mapped to a published one" in done.stdout and "ours: my-vlm" in done.stdout
     assert "also bundled for egonormia/full: leaderboard-recalc, paper-table-1 (--table)" in out
 
 
 def test_compare_takes_the_split_from_params_and_a_mapped_model_gets_its_differences(tmp_path: Path) -> None:
     verified_items = {"action": 60.0, "justification": 50.0, "both": 40.0, "sensible_iou": 30.0, "n": 5, "ci95": None}
-    _metrics(tmp_path, verified=verified_items)
+    _metrics(tmp_path, verified=verified_items, dataset="egonormia")
     params = (REPO / "params.yaml").read_text().replace("published_as: null", "published_as: GPT-4o", 1)
     (tmp_path / "params.yaml").write_text(params.replace("name: chance", "name: my-vlm", 1))
     full = compare(tmp_path, "metrics/egonormia.json")
@@ -252,7 +268,7 @@ def test_compare_takes_the_split_from_params_and_a_mapped_model_gets_its_differe
     assert "note: published_as" not in full.stdout  # GPT-4o is on the blind and pipeline boards too
     # the verified figures beside the run's verified items
     subset = compare(tmp_path, "metrics/egonormia.json", "--split", "verified").stdout
-    assert subset.startswith("published: egonormia, verified split, leaderboard:")
+    assert "\npublished: egonormia, verified split, protocol official, leaderboard:" in subset
     assert "video/GPT-4o: action 53.00, justification 50.00, both 45.50, sensible_iou 62.70" in subset
     assert "ours my-vlm (the verified items of the full run, n 5, protocol official)" in subset
     assert "both: ours 40.00, published 45.50, ours - published -5.50, no interval" in subset
@@ -261,7 +277,7 @@ def test_compare_takes_the_split_from_params_and_a_mapped_model_gets_its_differe
         (tmp_path / "params.yaml").read_text().replace("split: full", "split: verified", 1)
     )
     verified = compare(tmp_path, "metrics/egonormia.json").stdout
-    assert verified.startswith("published: egonormia, verified split, leaderboard:")
+    assert "\npublished: egonormia, verified split, protocol official, leaderboard:" in verified
     assert "ours my-vlm (verified run, n 11, protocol official)" in verified
     assert "action: ours 40.00 [30.00, 50.00], published 53.00, ours - published -13.00, outside our" in verified
     assert (
@@ -271,10 +287,10 @@ def test_compare_takes_the_split_from_params_and_a_mapped_model_gets_its_differe
 
 
 def test_compare_shows_another_table_on_request_and_refuses_an_unknown_one(tmp_path: Path) -> None:
-    _metrics(tmp_path)
+    _metrics(tmp_path, dataset="egonormia")
     paper = compare(tmp_path, "metrics/egonormia.json", "--table", "paper-table-1", "--map", "my-vlm=Claude 3.5 Sonnet")
     assert paper.returncode == 0, paper.stderr
-    assert paper.stdout.startswith("published: egonormia, full split, paper-table-1: ")
+    assert "\npublished: egonormia, full split, protocol official, paper-table-1: " in paper.stdout
     assert "video/Claude 3.5 Sonnet: action 43.50, justification 41.00, both 36.00, sensible_iou 59.30" in paper.stdout
     done = compare(tmp_path, "metrics/egonormia.json", "--table", "nope")
     assert done.returncode == 2 and "no table 'nope' for egonormia/full" in done.stderr
@@ -283,7 +299,7 @@ def test_compare_shows_another_table_on_request_and_refuses_an_unknown_one(tmp_p
 
 
 def test_compare_reads_the_mapping_from_params_and_says_what_is_missing(tmp_path: Path) -> None:
-    _metrics(tmp_path)
+    _metrics(tmp_path, dataset="ood_robot")
     params = (REPO / "params.yaml").read_text().replace("published_as: null", "published_as: rag", 1)
     params = params.replace("name: chance", "name: my-vlm", 1).replace("dataset: egonormia", "dataset: ood_robot", 1)
     (tmp_path / "params.yaml").write_text(params)
@@ -301,3 +317,43 @@ def test_compare_refuses_an_unknown_benchmark(tmp_path: Path) -> None:
     (tmp_path / "egohumans.json").write_text("{}")
     done = compare(tmp_path, "egohumans.json", "--dataset", "ood_robot")
     assert done.returncode == 2 and "the EgoNormia options" in done.stderr
+
+
+def test_compare_leads_with_our_rows_and_keeps_the_sample_apart_from_the_published(tmp_path: Path) -> None:
+    # a file without recorded dataset and split, and a constant answerer that beats the published board on it
+    entry = {"protocol": "official", "both": 75.0, "action": 75.0, "justification": 75.0, "sensible_iou": 50.0}
+    metrics = {
+        "video": {"Zeta": entry | {"n": 16}, "alpha": entry | {"both": 6.25, "n": 16}, "Beta": entry | {"n": 16}}
+    }
+    (tmp_path / "metrics").mkdir()
+    (tmp_path / "metrics" / "egonormia.json").write_text(json.dumps(metrics))
+    done = compare(tmp_path, "metrics/egonormia.json", "--map", "Zeta=GPT-4.1")  # params: source sample
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.splitlines()
+    assert out[0].startswith("ours, ranked by both")
+    header = out[1].split()
+    assert header[:7] == ["setting", "#", "model", "protocol", "dataset", "split", "n"]
+    ours = [line.split() for line in out[2:5]]
+    # ties share a rank and sort by name ignoring case; the row says what it is
+    assert [row[1:7] for row in ours] == [
+        ["1", "Beta", "official", "sample", "full", "16"],
+        ["1", "Zeta", "official", "sample", "full", "16"],
+        ["3", "alpha", "official", "sample", "full", "16"],
+    ]
+    assert len({len(line) for line in out[1:5]}) == 1  # aligned
+    why = [line for line in out if line.startswith("not beside the published figures")]
+    assert why == [
+        "not beside the published figures, not ranked among them: our rows are dataset sample (published: egonormia)"
+    ]
+    assert not any(line.startswith("video/GPT-4.1") or "ours - published" in line for line in out)
+    assert not any(line.startswith(("blind/", "pipeline/")) for line in out)  # no published listing unless asked
+
+
+@given(st.dictionaries(st.text(min_size=1, max_size=4), st.sampled_from([0.0, 6.25, 12.5, 50.0, 75.0]), min_size=1))
+def test_ranks_are_competition_ranks_by_value_and_ties_sort_by_name_ignoring_case(values: dict[str, float]) -> None:
+    shown = ranked(values)
+    expected = rankdata([-v for v in values.values()], method="min")  # SciPy: ties share the lowest rank
+    assert {name: rank for rank, name in shown} == dict(zip(values, expected.astype(int).tolist(), strict=True))
+    assert [(-values[name], name.casefold(), name) for _, name in shown] == sorted(
+        (-v, name.casefold(), name) for name, v in values.items()
+    )

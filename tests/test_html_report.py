@@ -143,6 +143,7 @@ def entry(action: float, both: float) -> dict[str, object]:
     values = {"action": action, "justification": both, "both": both, "sensible_iou": 20.0}
     return {
         **values,
+        "protocol": "official",
         "n": 16,
         "coverage": 1.0,
         "parse_failure_rate": 0.0,
@@ -163,19 +164,49 @@ def test_the_leaderboard_ranks_by_both_with_intervals_and_shows_published_figure
     }
     table |= {"repository": "o/r", "commit": "c0ffee", "path": "a results file", "licence": "MIT", "sha256": "ab"}
     published = {"tables": [table]}
-    page = leaderboard(metrics, published, "ood_robot")
+    page = leaderboard(metrics, published, "ood_robot")  # our rows are the published dataset, split and protocol
     rows = re.findall(r"<tr>(.*?)</tr>", page.split("<tbody>")[1])
-    assert rows[0].startswith("<td>1</td><td>strong</td>")  # ranked by both: 15 before 10
-    assert "[10.0, 20.0]" in rows[0] and "weak" in rows[1]
-    assert "gpt-4o" in rows[2] and "published · ood_robot" in rows[2] and "<i>45.5</i>" in rows[2]
-    assert "protocol" not in page and "ood_robot, full split, eval: o/r a results file at commit c0ffee" in page
+    what = "<td>official</td><td>ood_robot</td><td>full</td>"
+    assert rows[0].startswith(f"<td>1</td><td>strong</td>{what}<td>16</td>")  # ranked by both: 15 before 10
+    assert "[10.0, 20.0]" in rows[0] and rows[1].startswith("<td>2</td><td>weak</td>")
+    assert rows[2].startswith("<td>3</td><td>gpt-4o") and "published · eval" in rows[2]  # ranked among ours
+    assert f"{what}<td>11</td>" in rows[2] and "<i>45.5</i>" in rows[2]
+    assert "ood_robot, full split, eval: o/r a results file at commit c0ffee" in page and "apart" not in page
     missing = leaderboard(metrics, published, "egonormia")
     assert "No published figures of dataset egonormia, full split are bundled (figures for: ood_robot/full)" in missing
     assert "No published figures of dataset ood_robot, verified split" in leaderboard(
         metrics, published, "ood_robot", "verified"
     )
-    table["figures"]["video"]["gpt-4o"]["n"] = None  # a source that gives no n shows none
+    table["figures"]["video"]["gpt-4o"]["n"] = None  # a source that gives no n says so
     assert "<td>None</td>" not in leaderboard(metrics, published, "ood_robot")
+    assert "<td>not given</td>" in leaderboard(metrics, published, "ood_robot")
+
+
+def test_the_sample_is_never_ranked_among_published_rows_and_ties_share_a_rank() -> None:
+    metrics = {"video": {"b-model": entry(30.0, 75.0), "A-model": entry(20.0, 75.0), "c": entry(1.0, 1.0)}}
+    figures = {"action": 72.3, "justification": 67.2, "both": 66.4, "sensible_iou": 56.2, "n": None}
+    table = {"dataset": "egonormia", "split": "full", "as": "leaderboard", "primary": True}
+    table |= {"repository": "o/r", "commit": "c0ffee", "path": "p", "licence": "MIT", "sha256": "ab"}
+    published = {"tables": [table | {"figures": {"video": {"Gemini": figures}}}]}
+    page = leaderboard(metrics, published, "egonormia", "full", {"dataset": "sample", "split": "full"})
+    ours, apart = page.split('<h4 class="apart">')
+    rows = re.findall(r"<tr>(.*?)</tr>", ours.split("<tbody>")[1])
+    assert [re.findall(r"<td>(.*?)</td>", row)[:6] for row in rows] == [
+        ["1", "A-model", "official", "sample", "full", "16"],  # a tie shares rank 1; names by case-folded order
+        ["1", "b-model", "official", "sample", "full", "16"],
+        ["3", "c", "official", "sample", "full", "16"],
+    ]
+    assert "Gemini" not in ours and "published ·" not in ours
+    assert "Not comparable with the rows above" in apart and "dataset sample (published: egonormia)" in apart
+    (published_row,) = re.findall(r"<tr>(.*?)</tr>", apart.split("<tbody>")[1])
+    assert re.findall(r"<td>(.*?)</td>", published_row)[:6] == [
+        "1",
+        "Gemini",
+        "official",
+        "egonormia",
+        "full",
+        "not given",
+    ]
 
 
 def report(root: Path, *args: str) -> subprocess.CompletedProcess[str]:

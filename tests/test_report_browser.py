@@ -60,13 +60,29 @@ def test_the_report_renders_in_headless_chromium(reproduced: Path, browser: Any,
     if os.environ.get("EGOEVAL_REPORT_SCREENSHOT"):
         shutil.copyfile(tmp_path / "report.png", os.environ["EGOEVAL_REPORT_SCREENSHOT"])
 
-    every_row = browser.find_elements("css selector", "#egonormia-leaderboard table.leaderboard tbody tr")
-    rows = [row for row in every_row if "published ·" not in row.text]
+    rows = browser.find_elements("css selector", "#egonormia-leaderboard table.leaderboard tbody tr")
     assert len(rows) == 5 and all(row.is_displayed() for row in rows)  # blind 2 models, pipeline 2, video 1
     fetch = yaml.safe_load((reproduced / "params.yaml").read_text())["egonormia"]["fetch"]
-    bundled = select_table(load_published(), fetch["dataset"], fetch["split"])["figures"]  # the published, beside
-    assert len(every_row) - len(rows) == sum(len(models) for models in bundled.values()) > 0
+    bundled = select_table(load_published(), fetch["dataset"], fetch["split"])["figures"]  # the published, apart
+    apart = browser.find_elements("css selector", "#egonormia-leaderboard table.published tbody tr")
+    assert len(apart) == sum(len(models) for models in bundled.values()) > 0
     assert "[" in rows[0].text and "]" in rows[0].text  # with its 95% interval
+    # every row, ours and published, says its protocol, dataset, split and n, as the header names them
+    for found in browser.find_elements("css selector", "#egonormia-leaderboard table"):
+        header = [cell.text for cell in found.find_elements("css selector", "thead th")]
+        assert header[2:6] == ["protocol", "dataset", "split", "n"], header
+        for row in found.find_elements("css selector", "tbody tr"):
+            protocol, dataset, split, n = (cell.text for cell in row.find_elements("css selector", "td")[2:6])
+            assert protocol in ("official", "egoeval") and dataset and split in ("full", "verified") and n, row.text
+            # no sample row ranked among published rows: a table holds sample rows or published rows, never both
+            if dataset == "sample":
+                assert "published ·" not in found.text
+    ours = [[cell.text for cell in row.find_elements("css selector", "td")[3:6]] for row in rows]
+    assert ours == [["sample", fetch["split"], "16"]] * 5  # the bundled sample says it is the sample
+    titles = browser.find_elements("css selector", "#egonormia-leaderboard h4.apart")
+    assert titles and all("Not comparable" in title.text and title.is_displayed() for title in titles)
+    figure = browser.find_element("css selector", "#egonormia-leaderboard figure svg")
+    assert figure.rect["width"] <= 1400 and figure.rect["height"] <= 900  # the interval chart fits a laptop screen
     chart = browser.find_element("css selector", "#egonormia-categories svg.chart")
     assert chart.is_displayed() and chart.rect["width"] > 400 and chart.rect["height"] > 150
     assert browser.execute_script("return arguments[0].querySelectorAll('path').length", chart) > 50

@@ -18,7 +18,7 @@ from egoeval.egohumans.evaluators import evaluator
 from egoeval.egohumans.settings import ScoreSettings
 
 EDGES = (0.0, 0.5, 1.0, 2.0, 4.0, float("inf"))  # degrees per frame
-COLUMNS = ["run", "speed", "frames", "IDF1", "IDSW"]
+COLUMNS = ["run", "speed", "speed_from", "frames", "IDF1", "IDSW"]  # speed_from: the bin's lower edge, a number
 
 
 def head_speeds(images: pd.DataFrame) -> dict[str, dict[int, float]]:
@@ -67,6 +67,7 @@ def head_speed_table(
                 {
                     "run": run,
                     "speed": _label(low, high),
+                    "speed_from": low,
                     "frames": count,
                     "IDF1": combined["IDF1"],
                     "IDSW": combined["IDSW"],

@@ -43,6 +43,7 @@ class EgoNormia(Benchmark):
         )
         parser.add_argument("--table", help="a bundled table by name (default: the primary one)")
         parser.add_argument("--map", action="append", default=[], metavar="OURS=PUBLISHED", help="a model name map")
+        parser.add_argument("--published", action="store_true", help="also list the published table, ranked")
         parser.add_argument(
             "--models",
             nargs=2,
@@ -62,7 +63,9 @@ class EgoNormia(Benchmark):
         if any("=" not in item for item in args.map):
             raise InputError(args.metrics, "--map takes OURS=PUBLISHED")
         mapping = dict(item.split("=", 1) for item in args.map)
-        return compare_report(metrics, settings.egonormia, args.dataset, mapping, args.split, args.table)
+        return compare_report(
+            metrics, settings.egonormia, args.dataset, mapping, args.split, args.table, args.published
+        )
 
     def answer_outputs(self) -> list[AnswerOutput]:
         from egoeval.egonormia.artifacts import DESCRIPTIONS, RESPONSES

@@ -21,8 +21,11 @@ Tables are extracted from the pinned source file, never typed in, by format:
 ``python -m egoeval.egonormia.published FILE --format F --dataset D --as NAME --repository R --commit C --path P
 --licence L [--primary] [--note TEXT]`` adds or replaces the tables that file yields.
 
-``egonormia.model.published_as`` (and the same key on a baseline) maps our model names to published ones; each
-mapped figure is printed beside ours with the difference and whether it lies inside our bootstrap interval.
+``egoeval compare`` leads with our rows (setting, rank, model, protocol, dataset, split, n and the four figures with
+their intervals). ``egonormia.model.published_as`` (and the same key on a baseline) maps our model names to
+published ones; a mapped figure is printed beside ours, with the difference and whether it lies inside our bootstrap
+interval, only where our rows are the published ones' dataset, split and protocol (``comparable``); otherwise one
+line says why not. ``--published`` lists the published table itself.
 """
 
 from __future__ import annotations
@@ -32,8 +35,9 @@ import hashlib
 import json
 import re
 import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from egoeval.egonormia.result_names import setting_of
 from egoeval.egonormia.scoring import score_official
@@ -46,6 +50,9 @@ METRICS = ("action", "justification", "both", "sensible_iou")
 SPLITS = ("full", "verified")
 FORMATS = ("leaderboard-tsx", "paper-table-mdx", "eval-json")
 PROVENANCE = ("repository", "commit", "path", "licence")
+PUBLISHED_PROTOCOL = "official"  # the authors' own runs (eval_api.py), which protocol `official` follows
+K = TypeVar("K")
+RANKED_BY = "both"  # the leaderboard's order: action and justification both right
 
 Figures = dict[str, dict[str, dict[str, float | int | None]]]  # {setting: {model: {metric: value, n}}}
 
@@ -190,6 +197,25 @@ def source_of(table: dict[str, Any]) -> str:
     return shown + (f"; {table['note']}" if table.get("note") else "")
 
 
+def mismatch(row: dict[str, Any], table: dict[str, Any]) -> str:
+    """Why a row of ours may not be ranked among a published table's rows ('' when it may): its dataset, split and
+    protocol must be the table's (the published protocol: ``PUBLISHED_PROTOCOL``)."""
+    wanted = {"dataset": table["dataset"], "split": table["split"], "protocol": PUBLISHED_PROTOCOL}
+    return ", ".join(
+        f"{key} {row.get(key, 'unrecorded')} (published: {want})"
+        for key, want in wanted.items()
+        if row.get(key) != want
+    )
+
+
+def ranked(values: Mapping[K, float | None], name: Callable[[K], str] = str) -> list[tuple[int, K]]:
+    """``(rank, key)``, best first: higher value ranks higher, equal values share a rank (1, 2, 2, 4) and are
+    listed by ``name`` ignoring case; a missing value ranks last."""
+    present = [v for v in values.values() if v is not None]
+    order = sorted(values, key=lambda k: (values[k] is None, -(values[k] or 0.0), name(k).casefold(), name(k), str(k)))
+    return [(1 + (len(present) if values[k] is None else sum(v > values[k] for v in present)), k) for k in order]
+
+
 def select_table(published: dict[str, Any], dataset: str, split: str, name: str | None = None) -> dict | None:
     """The table of ``dataset`` and ``split`` named ``name`` (``as``), by default the primary one; None if none."""
     for table in published.get("tables", []):
@@ -208,6 +234,47 @@ def _ours(entry: dict[str, Any], split: str, run_split: str) -> tuple[dict[str, 
     return None, f"the run used split {run_split}"
 
 
+def our_rows(metrics: dict[str, Any], recorded: dict[str, str]) -> dict[str, dict[str, dict[str, Any]]]:
+    """``{setting: {model: entry}}`` of a metrics file, each entry with its protocol, dataset and split (``recorded``
+    fills those a file written before they were recorded lacks); any non-result key is left out."""
+    return {
+        setting: {model: recorded | entry for model, entry in models.items() if isinstance(entry, dict)}
+        for setting, models in metrics.items()
+        if isinstance(models, dict)
+    }
+
+
+def _figure(entry: dict[str, Any], metric: str) -> str:
+    interval = (entry.get("ci95") or {}).get(metric)
+    shown = f"{entry[metric]:.2f}" if isinstance(entry.get(metric), int | float) else "-"
+    return shown + (f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else "")
+
+
+def aligned(header: list[str], rows: list[list[str]], numeric: set[int]) -> list[str]:
+    """A plain-text table: columns padded to their widest cell, ``numeric`` columns right-aligned."""
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    return [
+        "  ".join(
+            cell.rjust(w) if i in numeric else cell.ljust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
+        for row in [header, *rows]
+    ]
+
+
+def ours_table(rows: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
+    """Our rows, ranked by ``RANKED_BY`` in each setting, with protocol, dataset, split, n and 95% intervals."""
+    header = ["setting", "#", "model", "protocol", "dataset", "split", "n", *METRICS]
+    table = []
+    for setting, models in sorted(rows.items()):
+        for rank, model in ranked({m: e.get(RANKED_BY) for m, e in models.items()}):
+            entry = models[model]
+            keys = ("protocol", "dataset", "split", "n")
+            table.append([setting, str(rank), model, *(str(entry.get(k, "-")) for k in keys)])
+            table[-1] += [_figure(entry, m) for m in METRICS]
+    return aligned(header, table, {1, 6, 7, 8, 9, 10})
+
+
 def comparison_lines(
     metrics: dict[str, Any],
     published: dict[str, Any],
@@ -216,47 +283,72 @@ def comparison_lines(
     split: str = "full",
     run_split: str = "full",
     name: str | None = None,
+    recorded: dict[str, str] | None = None,
+    list_published: bool = False,
 ) -> list[str]:
-    """The report ``egoeval compare`` prints: every figure of the chosen table, ours beside the mapped ones."""
+    """The report ``egoeval compare`` prints: our rows first, then each mapped published figure beside ours where
+    the rows are comparable (else why not), then, with ``list_published``, the published table itself."""
+    rows = our_rows(metrics, recorded or {"split": run_split})
+    lines = ["ours, ranked by both in each setting (95% bootstrap intervals):", *ours_table(rows), ""]
     table = select_table(published, dataset, split, name)
     if table is None:
         have = sorted({f"{t['dataset']}/{t['split']} ({t['as']})" for t in published.get("tables", [])})
         wanted = f"dataset {dataset!r}, split {split!r}" + (f", table {name!r}" if name else "")
-        return [f"no published figures for {wanted} bundled (tables: {', '.join(have) or 'none'})"]
-    lines = [f"published: {dataset}, {split} split, {table['as']}: {source_of(table)}"]
+        return [*lines, f"no published figures for {wanted} bundled (tables: {', '.join(have) or 'none'})"]
+    lines.append(
+        f"published: {dataset}, {split} split, protocol {PUBLISHED_PROTOCOL}, {table['as']}: {source_of(table)}"
+    )
+    compared = {  # each row as it would be compared: the verified items of a full run count as the verified split
+        (setting, model): entry | {"split": split} if _ours(entry, split, entry["split"])[0] is not None else entry
+        for setting, models in rows.items()
+        for model, entry in models.items()
+    }
+    reasons = sorted({mismatch(row, table) for row in compared.values()} - {""})
+    for reason in reasons:
+        lines.append(f"not beside the published figures, not ranked among them: our rows are {reason}")
     reverse: dict[str, list[str]] = {}
     for ours, theirs in sorted(mapping.items()):
         reverse.setdefault(theirs, []).append(ours)
     for setting, models in sorted(table["figures"].items()):
-        for model, figures in sorted(models.items()):
-            shown = ", ".join(f"{m} {figures[m]:.2f}" for m in METRICS)
-            lines.append(f"{setting}/{model}: {shown}" + ("" if figures.get("n") is None else f" (n {figures['n']})"))
+        for model, figures in sorted(models.items(), key=lambda item: (item[0].casefold(), item[0])):
             for ours in reverse.get(model, []):
-                entry = metrics.get(setting, {}).get(ours)
-                mine, how = _ours(entry, split, run_split) if isinstance(entry, dict) else (None, "")
+                entry = rows.get(setting, {}).get(ours)
+                mine, how = _ours(entry, split, entry["split"]) if entry else (None, "")
                 if mine is None:
                     why = f"no {setting} result in the metrics file" if not how else f"no {split} result: {how}"
                     lines.append(f"  ours {ours}: {why}")
-                    continue
-                protocol = entry.get("protocol", "unrecorded")
-                lines.append(f"  ours {ours} ({how}, n {mine['n']}, protocol {protocol}):")
-                for metric in METRICS:
-                    lines.append("    " + _beside(metric, mine, float(figures[metric])))
+                elif not mismatch(compared[setting, ours], table):
+                    lines.append(f"{setting}/{model}: " + _published(figures))
+                    protocol = entry.get("protocol", "unrecorded")
+                    lines.append(f"  ours {ours} ({how}, n {mine['n']}, protocol {protocol}):")
+                    lines += ["    " + _beside(metric, mine, float(figures[metric])) for metric in METRICS]
     known = {m for models in table["figures"].values() for m in models}
     for theirs in sorted(set(mapping.values()) - known):
         lines.append(f"note: published_as {theirs!r} is not among the models of this table")
     if not mapping:
-        ours = sorted({m for models in metrics.values() if isinstance(models, dict) for m in models})
+        ours = sorted({m for models in rows.values() for m in models}, key=str.casefold)
         lines.append(
             f"note: none of our models is mapped to a published one (published_as in params.yaml or "
             f"--map OURS=PUBLISHED); ours: {', '.join(ours) or 'none'}"
         )
+    if list_published:
+        lines.append(f"published figures ({dataset}, {split} split; not a ranking of ours), ranked by both:")
+        for setting, models in sorted(table["figures"].items()):
+            for rank, model in ranked({m: f.get(RANKED_BY) for m, f in models.items()}):
+                lines.append(f"{setting}/{model} (#{rank}): " + _published(models[model]))
+    else:
+        lines.append("--published lists the published figures")
     others = [t["as"] for t in published.get("tables", []) if (t["dataset"], t["split"]) == (dataset, split)]
     if len(others) > 1:
         lines.append(
             f"also bundled for {dataset}/{split}: {', '.join(o for o in others if o != table['as'])} (--table)"
         )
     return lines
+
+
+def _published(figures: dict[str, Any]) -> str:
+    shown = ", ".join(f"{m} {figures[m]:.2f}" for m in METRICS)
+    return shown + ("" if figures.get("n") is None else f" (n {figures['n']})")
 
 
 def _beside(metric: str, mine: dict[str, Any], published: float) -> str:
@@ -279,11 +371,12 @@ def compare_report(
     mapping: dict[str, str] | None = None,
     split: str | None = None,
     table: str | None = None,
+    list_published: bool = False,
 ) -> str:
     """``egoeval compare``'s EgoNormia half: ``settings`` is the ``egonormia`` section (the metrics file does not
     record the split it was run on: ``egonormia.fetch.split`` says it). Options override the dataset and the published
     split (``verified`` on a full run compares the run's verified items), pick a bundled table other than the primary
-    one, and add name mappings to ``published_as``."""
+    one, add name mappings to ``published_as``, and list the published table (``list_published``)."""
     names = {m.name: m.published_as for m in (settings.model, *settings.baselines) if m.published_as} | (mapping or {})
     chosen = dataset or settings.fetch.dataset
     run_split = settings.fetch.split
@@ -291,7 +384,10 @@ def compare_report(
     if table and select_table(published, chosen, split or run_split, table) is None:
         have = sorted({t["as"] for t in published.get("tables", []) if t["dataset"] == chosen})
         raise InputError(PUBLISHED_FILE, f"no table {table!r} for {chosen}/{split or run_split} (tables: {have})")
-    lines = comparison_lines(metrics, published, chosen, names, split or run_split, run_split, table)
+    recorded = {"dataset": settings.fetch.rows_dataset, "split": run_split}
+    lines = comparison_lines(
+        metrics, published, chosen, names, split or run_split, run_split, table, recorded, list_published
+    )
     return "\n".join(lines)
 
 

@@ -35,7 +35,16 @@ from egoeval.egonormia.artifacts import (
     require_columns,
 )
 from egoeval.egonormia.paired import recorded_protocols
-from egoeval.egonormia.published import load_published, select_table, source_of
+from egoeval.egonormia.published import (
+    PUBLISHED_PROTOCOL,
+    RANKED_BY,
+    load_published,
+    mismatch,
+    our_rows,
+    ranked,
+    select_table,
+    source_of,
+)
 from egoeval.errors import InputError
 from egoeval.io import read_csv, read_json, read_parquet
 from egoeval.markup import data_uri, esc, fmt, paired_table, table
@@ -82,65 +91,90 @@ def _metric_cell(entry: dict[str, Any], metric: str) -> str:
     return shown
 
 
-def leaderboard(metrics: dict[str, Any], published: dict[str, Any], dataset: str, split: str = "full") -> str:
-    """Per setting: our models ranked by ``both`` with 95% intervals, then the published figures of ``dataset`` and
-    ``split`` (the primary table of ``published``, laid out as egoeval/egonormia/data/published.json); one chart of
-    both."""
-    bundled = select_table(published, dataset, split) or {}
-    figures_by_setting = bundled.get("figures") or {}
-    metrics = {  # {setting: {model: entry}}; any other key (a recorded protocol, say) is not a result
-        setting: {model: entry for model, entry in models.items() if isinstance(entry, dict)}
-        for setting, models in metrics.items()
-        if isinstance(models, dict)
-    }
-    settings = [s for s in SETTINGS if s in metrics] + sorted(set(metrics) - set(SETTINGS))
-    parts = []
-    chart_rows, chart_published = [], []
+def _row_cells(entry: dict[str, Any]) -> list[str]:
+    """What a leaderboard row is: protocol, dataset, split and n (``not given`` where a source gives no n)."""
+    n = entry.get("n")
+    return [esc(entry.get(k, "unrecorded")) for k in ("protocol", "dataset", "split")] + [
+        esc("not given" if n is None else n)
+    ]
+
+
+def _published_entry(figures: dict[str, Any], table: dict[str, Any]) -> dict[str, Any]:
+    return figures | {"protocol": PUBLISHED_PROTOCOL, "dataset": table["dataset"], "split": table["split"]}
+
+
+def leaderboard(
+    metrics: dict[str, Any],
+    published: dict[str, Any],
+    dataset: str,
+    split: str = "full",
+    recorded: dict[str, str] | None = None,
+) -> str:
+    """Per setting: our models ranked by ``both`` with 95% intervals, every row with its protocol, dataset, split and
+    n. The published figures of ``dataset`` and ``split`` (the primary table of ``published``) are ranked among ours
+    only where our rows are their dataset, split and protocol; otherwise they stand in their own table, titled as
+    not comparable. ``recorded`` fills the dataset and split a metrics file written before they were recorded
+    lacks. One chart: our models in rank order, published figures as stars only where comparable."""
+    bundled = select_table(published, dataset, split)
+    figures_by_setting = (bundled or {}).get("figures") or {}
+    rows_by_setting = our_rows(metrics, recorded or {"dataset": dataset, "split": split})
+    settings = [s for s in SETTINGS if s in rows_by_setting] + sorted(set(rows_by_setting) - set(SETTINGS))
+    header = ["#", "model", "protocol", "dataset", "split", "n", *(f"{METRIC_NAMES[m]} % [95% CI]" for m in METRICS)]
+    header += ["coverage", "parse fail", "call fail"]
+    parts, chart_rows, chart_published, order = [], [], [], {}
     for setting in settings:
-        models = metrics[setting]
-        ranked = sorted(models, key=lambda m: (-(models[m].get("both") or 0), -(models[m].get("action") or 0), m))
+        ours = rows_by_setting[setting]
+        theirs = figures_by_setting.get(setting, {})
+        reasons = sorted({mismatch(entry, bundled) for entry in ours.values()} - {""}) if bundled else []
+        together = bool(theirs) and not reasons
+        entries = {("ours", m): e for m, e in ours.items()}
+        if together:
+            entries |= {("published", m): _published_entry(f, bundled) for m, f in theirs.items()}
+        order[setting] = []
         rows = []
-        for rank, model in enumerate(ranked, 1):
-            entry = models[model]
-            rows.append(
+        for rank, key in ranked({k: e.get(RANKED_BY) for k, e in entries.items()}, name=lambda k: k[1]):
+            kind, model = key
+            order[setting].append(model)
+            entry = entries[key]
+            if kind == "ours":
+                rows.append(
+                    [str(rank), esc(model), *_row_cells(entry), *(_metric_cell(entry, m) for m in METRICS)]
+                    + [
+                        fmt(100 * entry.get(k, 0)) + "%"
+                        for k in ("coverage", "parse_failure_rate", "call_failure_rate")
+                    ]
+                )
+                for metric in METRICS:
+                    interval = (entry.get("ci95") or {}).get(metric) or [entry.get(metric), entry.get(metric)]
+                    if entry.get(metric) is not None:
+                        chart_rows.append((setting, model, metric, entry[metric], interval[0], interval[1]))
+            else:
+                tag = f'<span class="tag">published · {esc(bundled["as"])}</span>'
+                rows.append(
+                    [str(rank), f"{esc(model)} {tag}", *_row_cells(entry)]
+                    + [f"<i>{fmt(entry.get(m))}</i>" for m in METRICS]
+                    + ["", "", ""]
+                )
+                chart_published += [(setting, model, m, entry[m]) for m in METRICS if m in entry]
+        parts.append(f"<h3>{esc(setting)}</h3>{table(header, rows, 'leaderboard')}")
+        if theirs and not together:
+            apart = {m: _published_entry(f, bundled) for m, f in theirs.items()}
+            published_rows = [
                 [
                     str(rank),
                     esc(model),
-                    *(_metric_cell(entry, m) for m in METRICS),
-                    esc(entry.get("n", "")),
-                    fmt(100 * entry.get("coverage", 0)) + "%",
-                    fmt(100 * entry.get("parse_failure_rate", 0)) + "%",
-                    fmt(100 * entry.get("call_failure_rate", 0)) + "%",
+                    *_row_cells(apart[model]),
+                    *(f"<i>{fmt(apart[model].get(m))}</i>" for m in METRICS),
                 ]
+                for rank, model in ranked({m: e.get(RANKED_BY) for m, e in apart.items()})
+            ]
+            parts.append(
+                f'<h4 class="apart">Published figures, {esc(setting)}: {esc(bundled["dataset"])}, '
+                f"{esc(bundled['split'])} split, the authors' runs. Not comparable with the rows above, and not "
+                f"ranked with them: ours are {esc('; '.join(reasons))}</h4>"
+                + table(header[:6] + [f"{METRIC_NAMES[m]} %" for m in METRICS], published_rows, "published")
             )
-            for metric in METRICS:
-                interval = (entry.get("ci95") or {}).get(metric) or [entry.get(metric), entry.get(metric)]
-                if entry.get(metric) is not None:
-                    chart_rows.append((setting, model, metric, entry[metric], interval[0], interval[1]))
-        for model, figures in sorted(figures_by_setting.get(setting, {}).items()):
-            rows.append(
-                [
-                    "",
-                    f'{esc(model)} <span class="tag">published · {esc(dataset)}</span>',
-                    *(f"<i>{fmt(figures.get(m))}</i>" for m in METRICS),
-                    esc("" if figures.get("n") is None else figures["n"]),
-                    "",
-                    "",
-                    "",
-                ]
-            )
-            chart_published += [(setting, model, m, figures[m]) for m in METRICS if m in figures]
-        header = [
-            "#",
-            "model",
-            *(f"{METRIC_NAMES[m]} % [95% CI]" for m in METRICS),
-            "n",
-            "coverage",
-            "parse fail",
-            "call fail",
-        ]
-        parts.append(f"<h3>{esc(setting)}</h3>{table(header, rows, 'leaderboard')}")
-    if figures_by_setting:
+    if bundled:
         note = (
             f"Published figures (italic) of dataset {esc(dataset)}, {esc(split)} split, {esc(bundled['as'])}: "
             f"{esc(source_of(bundled))}."
@@ -154,11 +188,12 @@ def leaderboard(metrics: dict[str, Any], published: dict[str, Any], dataset: str
     note = f'<p class="note">{note} (<code>egoeval/egonormia/data/published.json</code>)</p>'
     rows_frame = pd.DataFrame(chart_rows, columns=["setting", "model", "metric", "value", "low", "high"])
     published_frame = pd.DataFrame(chart_published, columns=["setting", "model", "metric", "value"])
-    chart = interval_chart(rows_frame, settings, METRICS, published_frame, "egonormia-leaderboard")
+    chart = interval_chart(rows_frame, order, METRICS, published_frame, "egonormia-leaderboard")
     return (
         '<section id="egonormia-leaderboard"><h2>EgoNormia leaderboard</h2>'
-        "<p>Accuracy (%) per setting, ranked by <i>both</i> (action and justification right); 95% bootstrap intervals "
-        "in brackets. Unusable answers count as wrong.</p>"
+        "<p>Accuracy (%) per setting, ranked by <i>both</i> (action and justification right; equal figures share a "
+        "rank); 95% bootstrap intervals in brackets. Unusable answers count as wrong. Every row says its protocol, "
+        "dataset, split and n.</p>"
         f"{''.join(parts)}{note}<figure>{chart}</figure></section>"
     )
 
@@ -341,7 +376,13 @@ def report(root: Path, settings: Any) -> ReportPart:
         ReportSection(
             "egonormia-leaderboard",
             "leaderboard",
-            leaderboard(metrics, load_published(), params.fetch.dataset, params.fetch.split),
+            leaderboard(
+                metrics,
+                load_published(),
+                params.fetch.dataset,
+                params.fetch.split,
+                {"dataset": params.fetch.rows_dataset, "split": params.fetch.split},
+            ),
         ),
         ReportSection("egonormia-paired", "paired", paired_section(read_paired(root / PAIRED_FILE), protocols, *shown)),
         ReportSection("egonormia-categories", "categories", category_section(read_csv(root / CATEGORIES_FILE))),

@@ -51,6 +51,11 @@ class FetchSettings(Section):
     limit: PositiveInt | None = None  # a smoke run: this many clips of the split, stratified by norm category
     limit_seed: NonNegativeInt = 0  # the seed of that sample
 
+    @property
+    def rows_dataset(self) -> str:
+        """The dataset our result rows name: ``sample`` for the bundled synthetic sample, never the published one."""
+        return "sample" if self.source == "sample" else self.dataset
+
     @model_validator(mode="after")
     def _hub_source_pinned(self) -> FetchSettings:
         if self.source != "huggingface":

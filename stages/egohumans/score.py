@@ -9,7 +9,8 @@ every tracker x detection mode in params.yaml
 (one MOTChallenge file per ground-truth sequence). Writes ``metrics/egohumans.json`` (``{run: {"COMBINED": ...,
 "sequences": {seq: ...}}}``), ``plots/egohumans/sequences.csv`` (run, sequence, IDF1, MOTA, HOTA; one row per
 run and sequence plus a ``COMBINED`` row per run: the trackers side by side) and ``plots/egohumans/head_speed.csv``
-(run, head-speed bin, frames, IDF1, IDSW: see egoeval.egohumans.head_speed) and ``plots/egohumans/paired.csv``
+(run, head-speed bin, its lower edge speed_from in deg/frame, frames, IDF1, IDSW: see egoeval.egohumans.head_speed)
+and ``plots/egohumans/paired.csv``
 (every pair of trackers per detection mode by a paired bootstrap over sequences: see egoeval.egohumans.paired).
 """
 

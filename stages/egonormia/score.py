@@ -1,10 +1,11 @@
 """Stage egonormia_score: predictions -> metrics/egonormia.json and plots/egonormia/categories.csv.
 
-metrics/egonormia.json: ``{setting: {model: {protocol, excluded, action, justification, both, sensible_iou
-(percent), n, coverage, parse_failure_rate, call_failure_rate (shares 0-1), ci95: {metric: [low, high]},
-verified: {the same for the verified split; metrics null when it has no items}[, limit: {clips, seed}]}}}``;
-``limit`` only in a smoke run (egonormia.fetch.limit). ``protocol`` is the one the
-answers were asked under, and it says which items count (``egoeval.egonormia.protocols``): under ``official`` n is
+metrics/egonormia.json: ``{setting: {model: {protocol, dataset, split, excluded, action, justification, both,
+sensible_iou (percent), n, coverage, parse_failure_rate, call_failure_rate (shares 0-1), ci95: {metric: [low, high]},
+verified: {the same for the verified split; metrics null when it has no items}[, limit: {clips, seed}]}}}``.
+``dataset`` and ``split`` say which items (``sample`` for the bundled synthetic sample); ``limit`` only in a smoke run
+(egonormia.fetch.limit); ``protocol`` is the one the answers were asked under, and it says which items count
+(``egoeval.egonormia.protocols``): under ``official`` n is
 the official scorer's, an item whose action or justification call failed is left out, and one whose sensible answer
 and gold are both empty is not counted in n though its action and justification stay in the sums; ``excluded``
 counts both. Under ``egoeval`` every item stays in n.
@@ -55,9 +56,10 @@ def score(
     settings: ScoreSettings,
     predictions_path: Path = PREDICTIONS,
     split: str = "full",
+    dataset: str = "egonormia",
 ) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
     """(metrics by setting and model, per-category table, paired comparisons) for every (setting, model) pair in
-    the predictions; ``split`` is the split the items are (egonormia.fetch.split)."""
+    the predictions; ``split`` and ``dataset`` say which items they are (egonormia.fetch: split, rows_dataset)."""
     require_columns(items, ITEM_COLUMNS, ITEMS)
     require_columns(predictions, PREDICTION_COLUMNS, predictions_path)
     items = items.sort_values("id", ignore_index=True)
@@ -93,7 +95,12 @@ def score(
             protocols[0], Outcomes(result.action, result.justification, result.sensible_iou, kept & counted)
         )
         result, errors = result.subset(kept), _subset_errors(errors, kept)
-        entry = {"protocol": protocols[0], "excluded": int((~(kept & counted)).sum())}
+        entry = {
+            "protocol": protocols[0],
+            "dataset": dataset,
+            "split": split,
+            "excluded": int((~(kept & counted)).sum()),
+        }
         entry |= summarize(result, errors, **sample)
         in_verified = verified[kept]
         entry["verified"] = summarize(result.subset(in_verified), _subset_errors(errors, in_verified), **sample)
@@ -123,7 +130,9 @@ def main(argv: list[str] | None = None) -> int:
                 raise InputError(PREDICTIONS, "file not found (run the parse stage first)")
             params = benchmark_settings("egonormia")
             predictions = read_parquet(PREDICTIONS)
-            metrics, categories, paired = score(items, predictions, params.score, split=params.fetch.split)
+            metrics, categories, paired = score(
+                items, predictions, params.score, split=params.fetch.split, dataset=params.fetch.rows_dataset
+            )
             if params.fetch.limit is not None:  # a smoke run says so beside every figure it produced
                 for entry in (entry for models in metrics.values() for entry in models.values()):
                     entry["limit"] = {"clips": params.fetch.limit, "seed": params.fetch.limit_seed}

@@ -1,0 +1,85 @@
+"""The DVC views the docs recommend: `dvc plots show` draws one series per model or tracker on sane axes, and the
+user guide's `dvc exp show` example prints what the guide says it prints."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from conftest import REPO, copy_repo, dvc, tool_env
+
+
+def _series(row: dict[str, str]) -> str:
+    """A data row's series, read as the templates in .dvc/plots/ read it: setting/model (EgoNormia) or run."""
+    return (f"{row['setting']}/" if "setting" in row else "") + row.get("model", "") + row.get("run", "")
+
+
+@pytest.mark.slow
+def test_dvc_plots_show_draws_one_series_per_model_or_tracker(reproduced: Path, tmp_path: Path) -> None:
+    root = Path(shutil.copytree(reproduced, tmp_path / "ws", symlinks=True))
+    shown = dvc(root, "plots", "show", "--json")
+    assert shown.returncode == 0, shown.stderr
+    rendered = json.loads(shown.stdout)
+    assert not rendered.get("errors"), rendered["errors"]
+    egonormia = json.loads((root / "metrics/egonormia.json").read_text())
+    models = {f"{setting}/{model}" for setting, entries in egonormia.items() for model in entries}
+    runs = set(json.loads((root / "metrics/egohumans.json").read_text()))
+    wanted = {
+        "plots/egonormia/categories.csv": ("accuracy", "category", models),
+        "plots/egohumans/sequences.csv": ("IDF1", "sequence", runs),
+        "plots/egohumans/head_speed.csv": ("IDF1", "speed_from", runs),
+    }
+    assert set(wanted) <= set(rendered["data"]), sorted(rendered["data"])
+    for name, (value, key, series) in wanted.items():
+        (plot,) = rendered["data"][name]
+        spec = plot["content"]
+        encoding = spec["encoding"]
+        assert encoding["color"]["field"] == "series", name  # a series per model or tracker, not per revision
+        percent = encoding["x"] if encoding["x"]["field"] == value else encoding["y"]
+        assert percent["field"] == value and percent["stack"] is None and percent["scale"]["domain"] == [0, 100]
+        rows = spec["data"]["values"]
+        assert {_series(row) for row in rows} == series, name
+        # never two bars or points of one series at one place: nothing stacks, nothing overlaps
+        places = Counter((_series(row), row[key]) for row in rows)
+        assert max(places.values()) == 1, (name, places.most_common(2))
+        assert all(0 <= float(row[value]) <= 100 for row in rows), name
+    head_speed = rendered["data"]["plots/egohumans/head_speed.csv"][0]["content"]
+    assert head_speed["encoding"]["x"] == head_speed["encoding"]["x"] | {"field": "speed_from", "type": "quantitative"}
+    edges = sorted({float(row["speed_from"]) for row in head_speed["data"]["values"]})  # numbers, not labels
+    assert len(edges) > 1 and edges[0] == 0.0
+    sequences = rendered["data"]["plots/egohumans/sequences.csv"][0]["content"]
+    assert sequences["encoding"]["yOffset"]["field"] == "series"  # the runs of one sequence side by side
+
+
+def _documented_exp_show() -> tuple[str, list[str]]:
+    """The user guide's `dvc exp show` command and the first rows of the table it says it prints."""
+    text = (REPO / "docs/user-guide.md").read_text()
+    section = text[text.index("## Sweeping trackers with `dvc exp`") :]
+    (command,) = re.findall(r"^dvc exp show .*$", section, flags=re.MULTILINE)
+    table = re.search(r"^\| Experiment .*?(?=\n\n)", section, flags=re.MULTILINE | re.DOTALL)
+    assert table is not None
+    return command, table.group(0).splitlines()
+
+
+def test_the_user_guide_dvc_exp_show_example_works_as_printed(tmp_path: Path) -> None:
+    root = copy_repo(tmp_path / "clone")
+    subprocess.run(["git", "branch", "-M", "main"], cwd=root, check=True)  # the project's branch
+    command, table = _documented_exp_show()
+    shown = subprocess.run(
+        ["bash", "-c", command + " --no-pager"], cwd=root, env=tool_env(), capture_output=True, text=True
+    )
+    assert shown.returncode == 0, shown.stderr
+    printed = shown.stdout.strip().splitlines()
+    header = [cell.strip() for cell in printed[0].strip("|").split("|")]
+    assert "egohumans.track.config.bytetrack.match_thresh" in header, header  # the swept param kept
+    assert {"bytetrack-gt.COMBINED.IDF1", "bytetrack-gt.COMBINED.MOTA", "bytetrack-gt.COMBINED.HOTA"} <= set(header)
+    # the guide's header, workspace and `main` rows are the committed workspace's, cell for cell
+    cells = [[cell.strip() for cell in line.strip("|").split("|")] for line in printed]
+    documented = [[cell.strip() for cell in line.strip("|").split("|")] for line in table]
+    assert cells[0] == documented[0]
+    assert [row for row in cells[2:] if row[0] in ("workspace", "main")] == documented[2:4]

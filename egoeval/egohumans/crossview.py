@@ -12,7 +12,6 @@ videos (fetch's ``take`` of each image); the 3D ground truth is fetch's ``world_
 
 from __future__ import annotations
 
-from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ import pandas as pd
 from egoeval.egohumans.artifacts import WORLD_POINTS
 from egoeval.errors import InputError
 from egoeval.io import read_parquet
+from egoeval.markup import esc, table
 from egoeval.tracking.crossview import CameraView, CrossViewSettings, evaluate_take, summarize_takes
 from egoeval.tracking.mot import WORLD_COLUMNS
 from egoeval.tracking.trackeval import kept_ground_truth
@@ -103,12 +103,10 @@ def report_section(metrics: dict[str, Any], runs: list[str], distance_m: float) 
         camera, world = found["COMBINED"]["camera"], found["COMBINED"]["world"]
         cells = [_cell(camera, m) for m in ("IDF1", "IDP", "IDR")]
         cells += [_cell(world, m) for m in ("HOTA", "MOTA", "IDF1")]
-        cells = [escape(run), escape(str(found["ids"])), *cells]
-        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+        rows.append([esc(run), esc(found["ids"]), *cells])
     if not rows:
         return ""
     names = ("run", "ids", "cameras IDF1", "IDP", "IDR", "world HOTA", "world MOTA", f"world IDF1 (≤ {distance_m:g} m)")
-    header = "".join(f"<th>{h}</th>" for h in names)
     return (
         '<section id="egohumans-crossview"><h2>EgoHumans: across views</h2>'
         "<p>Identity over every camera of a take at once (multi-camera IDF1, IDP, IDR: one global match between "
@@ -116,7 +114,7 @@ def report_section(metrics: dict[str, Any], runs: list[str], distance_m: float) 
         "distance thresholds, MOTA and IDF1 at the distance shown), combined over takes, with 95% block-bootstrap "
         "intervals. "
         "A per-camera tracker's ids are its own per camera. No published numbers exist for these metrics.</p>"
-        f'<table class="tracking"><thead><tr>{header}</tr></thead><tbody>{"".join(rows)}</tbody></table></section>'
+        f"{table(names, rows, 'tracking crossview')}</section>"
     )
 
 

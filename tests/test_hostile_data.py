@@ -39,6 +39,7 @@ from egoeval.io import MAX_INPUT_BYTES, read_manifest, sha256_file
 bad_input = pytest.mark.bad_input
 ANNOTATION = "benchmark/sample/all/coco_track/tracking_ego_rgb.json"
 OFFICIAL_PKL = "benchmark/sample/all/coco_track/detections_ego_rgb.pkl"
+EXO_PKL = "benchmark/sample/all/coco_track/detections_exo.pkl"
 FRAME = "synthetic/001_synthetic/ego/aria01/images/rgb/00001.jpg"  # images[0]: image id 0
 CALIB = "synthetic/001_synthetic/ego/aria01/calib"
 GT = "data/egohumans/fetched/gt/synthetic_001_synthetic_aria01_rgb.txt"
@@ -844,7 +845,7 @@ def test_the_users_detections_are_required_only_in_mode_file(workspace: Path, eh
         done = run(workspace, *FETCH)
         assert done.returncode == 0, done.stderr[-3000:]
         summary = json.loads((workspace / "data/egohumans/fetched/sequences.json").read_text())
-        assert summary["detections"] == {"official": OFFICIAL_PKL, "file": None}
+        assert summary["detections"] == {"official": [OFFICIAL_PKL, EXO_PKL], "file": None}
 
 
 def test_write_manifest_as_the_readme_shows_pins_every_dataset_of_the_folder(tmp_path: Path) -> None:

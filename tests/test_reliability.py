@@ -113,12 +113,12 @@ class ClipFaults(OpenAIServer):
         self.clip_faults: dict[str, str] = {}  # an option text of the clip -> fault
         self.faulted: set[str] = set()  # digests of the bodies given a clip fault
 
-    def _admit(self, headers: dict[str, str], body: dict[str, Any]) -> str | None:
+    def _admit(self, headers: dict[str, str], body: dict[str, Any], **how: Any) -> str | None:
         text = last_user_text(body)
         forced = next((fault for marker, fault in self.clip_faults.items() if marker in text), None)
         if forced:
             self.faulted.add(digest(body))
-        chosen = super()._admit(headers, body)  # records the request (with the server's own choice of fault)
+        chosen = super()._admit(headers, body, **how)  # records the request (with the server's own choice of fault)
         return forced or chosen
 
 

@@ -1,5 +1,6 @@
-"""The DVC views the docs recommend: `dvc plots show` draws one series per model or tracker on sane axes, and the
-user guide's `dvc exp show` example prints what the guide says it prints."""
+"""The DVC views the docs recommend: `dvc plots show` draws one series per model or tracker on sane axes,
+`dvc metrics show` prints one headline row per result and fits a terminal, and the user guide's `dvc exp show`
+example prints what the guide says it prints."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import REPO, copy_repo, dvc, tool_env
 
 
@@ -56,6 +58,41 @@ def test_dvc_plots_show_draws_one_series_per_model_or_tracker(reproduced: Path, 
     assert sequences["encoding"]["yOffset"]["field"] == "series"  # the runs of one sequence side by side
 
 
+TERMINAL = 180  # columns: a laptop's terminal at a readable font size
+
+
+@pytest.mark.slow
+def test_dvc_metrics_show_prints_a_headline_row_per_result_that_fits_a_terminal(reproduced: Path) -> None:
+    shown = dvc(reproduced, "metrics", "show")
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert max(map(len, lines)) <= TERMINAL, max(map(len, lines))
+    header = lines[0].split()
+    rows = {line.split()[0]: dict(zip(header[1:], line.split()[1:], strict=True)) for line in lines[1:]}
+    egonormia = json.loads((reproduced / "metrics/egonormia.json").read_text())
+    egohumans = json.loads((reproduced / "metrics/egohumans.json").read_text())
+    wanted = {f"metrics/egonormia/{s}/{m}.json": e for s, models in egonormia.items() for m, e in models.items()}
+    runs = {f"metrics/egohumans/{run}.json": entry for run, entry in egohumans.items()}
+    assert set(rows) == set(wanted) | set(runs)  # every result, nothing else
+    for path, entry in wanted.items():  # the headline figures of the full file, with protocol, dataset, split, n
+        row = rows[path]
+        assert [row[k] for k in ("protocol", "dataset", "split", "n")] == [
+            entry["protocol"],
+            entry["dataset"],
+            entry["split"],
+            str(entry["n"]),
+        ]
+        for metric in ("action", "justification", "both", "sensible_iou"):
+            assert float(row[metric]) == pytest.approx(entry[metric], rel=1e-4, abs=1e-4), (path, metric)
+    params = yaml.safe_load((reproduced / "params.yaml").read_text())["egohumans"]
+    for path, entry in runs.items():
+        row = rows[path]
+        assert row["protocol"] == entry["protocol"] == params["score"]["protocol"]
+        assert row["dataset"] == "sample" and row["split"] == "all" and int(row["n"]) == len(entry["sequences"])
+        for metric in ("IDF1", "MOTA", "HOTA"):
+            assert float(row[metric]) == pytest.approx(entry["COMBINED"][metric], rel=1e-4), (path, metric)
+
+
 def _documented_exp_show() -> tuple[str, list[str]]:
     """The user guide's `dvc exp show` command and the first rows of the table it says it prints."""
     text = (REPO / "docs/user-guide.md").read_text()
@@ -77,7 +114,7 @@ def test_the_user_guide_dvc_exp_show_example_works_as_printed(tmp_path: Path) ->
     printed = shown.stdout.strip().splitlines()
     header = [cell.strip() for cell in printed[0].strip("|").split("|")]
     assert "egohumans.track.config.bytetrack.match_thresh" in header, header  # the swept param kept
-    assert {"bytetrack-gt.COMBINED.IDF1", "bytetrack-gt.COMBINED.MOTA", "bytetrack-gt.COMBINED.HOTA"} <= set(header)
+    assert {f"metrics/egohumans/bytetrack-gt.json:{m}" for m in ("IDF1", "MOTA", "HOTA")} <= set(header)
     # the guide's header, workspace and `main` rows are the committed workspace's, cell for cell
     cells = [[cell.strip() for cell in line.strip("|").split("|")] for line in printed]
     documented = [[cell.strip() for cell in line.strip("|").split("|")] for line in table]

@@ -13,7 +13,7 @@ import pytest
 from conftest import dvc
 
 KEY = "egohumans.track.config.bytetrack.match_thresh"
-IDF1 = "bytetrack-gt.COMBINED.IDF1"
+IDF1 = "metrics/egohumans/bytetrack-gt.json:IDF1"  # a headline row's column (egoeval.headline)
 
 
 @pytest.mark.slow
@@ -43,8 +43,8 @@ def test_a_two_point_sweep_with_dvc_exp(reproduced: Path, tmp_path: Path) -> Non
     assert sorted(swept) == ["0.5", "0.95"], rows
     for column in (
         IDF1,
-        "bytetrack-gt.COMBINED.MOTA",
-        "egomotion-gt.COMBINED.HOTA",
+        "metrics/egohumans/bytetrack-gt.json:MOTA",
+        "metrics/egohumans/egomotion-gt.json:HOTA",
     ):
         assert all(row[column] for row in swept.values()), column
     assert swept["0.5"][IDF1] != swept["0.95"][IDF1]  # the threshold reached the tracker

@@ -15,6 +15,7 @@ DETECTIONS = Path("data/egohumans/detections")  # detect: <mode>.parquet
 TRACKS = Path("data/egohumans/tracks")  # track: <tracker>-<mode>/<seq>.txt and its boxes' world points
 WORLD_POINTS = "world.parquet"  # in a run folder: sequence, frame, id, root_x, root_y, root_z (boxes with one)
 METRICS_FILE = Path("metrics/egohumans.json")
+HEADLINE_DIR = Path("metrics/egohumans")  # one headline row per run for dvc metrics show (egoeval.headline)
 SEQUENCES_PLOT = Path("plots/egohumans/sequences.csv")
 PAIRED_FILE = Path("plots/egohumans/paired.csv")  # paired comparisons of the trackers (egoeval.egohumans.paired)
 HEAD_SPEED_PLOT = Path("plots/egohumans/head_speed.csv")

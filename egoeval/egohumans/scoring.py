@@ -3,7 +3,7 @@ protocol (``egoeval.egohumans.evaluators``), and the per-sequence table of the r
 
 from __future__ import annotations
 
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pandas as pd
@@ -61,3 +61,25 @@ def sequence_table(results: dict[str, dict[str, Any]]) -> pd.DataFrame:
             rows.append({"run": run, "sequence": sequence, **{c: metrics.get(c) for c in PLOT_COLUMNS}})
     table = pd.DataFrame(rows, columns=["run", "sequence", *PLOT_COLUMNS])
     return table.sort_values(["run", "sequence"], kind="mergesort").reset_index(drop=True)
+
+
+def headline_rows(results: dict[str, dict[str, Any]], settings: EgoHumansSettings) -> dict[tuple[str], dict[str, Any]]:
+    """(run,) -> the row ``dvc metrics show`` prints: combined IDF1, MOTA, HOTA with protocol, dataset (``sample``
+    for the bundled sample), split (the annotation's folder, ``all`` in the official layout), n (sequences) and a
+    smoke run's limit."""
+    fetch = settings.fetch
+    about: dict[str, Any] = {
+        "dataset": "sample" if fetch.source == "sample" else "egohumans",
+        "split": PurePosixPath(fetch.annotation).parent.parent.name or ".",
+    }
+    if fetch.limit is not None:
+        about["limit"] = {"sequences": fetch.limit}
+    return {
+        (run,): {
+            "protocol": result["protocol"],
+            **about,
+            "n": len(result["sequences"]),
+            **{key: result["COMBINED"].get(key) for key in PLOT_COLUMNS},
+        }
+        for run, result in results.items()
+    }

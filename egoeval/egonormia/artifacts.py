@@ -25,6 +25,7 @@ BATCHES = Path("data/egonormia/batches")  # backend openai_batch: every batch's 
 PREDICTIONS = Path("data/egonormia/predictions.parquet")
 EVAL_JSON = Path("data/egonormia/predictions_eval.json")
 METRICS_FILE = Path("metrics/egonormia.json")
+HEADLINE_DIR = Path("metrics/egonormia")  # one headline row per setting and model (egoeval.headline)
 CATEGORIES_FILE = Path("plots/egonormia/categories.csv")
 PAIRED_FILE = Path("plots/egonormia/paired.csv")  # paired comparisons (egoeval.egonormia.paired)
 

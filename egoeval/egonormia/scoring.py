@@ -252,3 +252,16 @@ def _hashable(values: list, clip: str, model: str) -> set:
     if any(isinstance(value, (list, dict)) for value in values):
         raise OfficialFormatError("sensible lists must hold plain values", clip, model)
     return set(values)
+
+
+HEADLINE_KEYS = ("protocol", "dataset", "split", "n", *METRICS, "limit")
+
+
+def headline_rows(metrics: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(setting, model) -> the row ``dvc metrics show`` prints: the four metrics with protocol, dataset, split, n
+    (and a smoke run's limit)."""
+    return {
+        (setting, model): {key: entry[key] for key in HEADLINE_KEYS if key in entry}
+        for setting, models in metrics.items()
+        for model, entry in models.items()
+    }

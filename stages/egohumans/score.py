@@ -7,7 +7,8 @@ TrackEval beside it) or ``trackeval`` (TrackEval's MOT15 semantics). Each run's 
 Reads ``data/egohumans/fetched/gt/<seq>.txt`` and the run folder ``data/egohumans/tracks/<tracker>-<mode>/`` of
 every tracker x detection mode in params.yaml
 (one MOTChallenge file per ground-truth sequence). Writes ``metrics/egohumans.json`` (``{run: {"COMBINED": ...,
-"sequences": {seq: ...}}}``), ``plots/egohumans/sequences.csv`` (run, sequence, IDF1, MOTA, HOTA; one row per
+"sequences": {seq: ...}, "cross_view": ...}}``), ``metrics/egohumans/<run>.json`` (the headline row ``dvc metrics
+show`` prints: egoeval.headline), ``plots/egohumans/sequences.csv`` (run, sequence, IDF1, MOTA, HOTA; one row per
 run and sequence plus a ``COMBINED`` row per run: the trackers side by side) and ``plots/egohumans/head_speed.csv``
 (run, head-speed bin, its lower edge speed_from in deg/frame, frames, IDF1, IDSW: see egoeval.egohumans.head_speed)
 and ``plots/egohumans/paired.csv``
@@ -24,6 +25,7 @@ from egoeval.egohumans.artifacts import (
     FETCHED,
     GT_DIR,
     HEAD_SPEED_PLOT,
+    HEADLINE_DIR,
     IMAGES,
     METRICS_FILE,
     PAIRED_FILE,
@@ -33,7 +35,8 @@ from egoeval.egohumans.artifacts import (
 from egoeval.egohumans.crossview import cross_view_runs
 from egoeval.egohumans.head_speed import head_speed_table, head_speeds
 from egoeval.egohumans.paired import paired_table
-from egoeval.egohumans.scoring import read_runs, run_names, score_runs, sequence_table
+from egoeval.egohumans.scoring import headline_rows, read_runs, run_names, score_runs, sequence_table
+from egoeval.headline import write_rows
 from egoeval.io import json_bytes, outputs_together, read_parquet
 from egoeval.paired import csv_bytes
 from egoeval.settings import benchmark_settings
@@ -48,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
 
     def body() -> None:
-        with outputs_together(METRICS_FILE, SEQUENCES_PLOT, HEAD_SPEED_PLOT, PAIRED_FILE) as outputs:
+        with outputs_together(METRICS_FILE, HEADLINE_DIR, SEQUENCES_PLOT, HEAD_SPEED_PLOT, PAIRED_FILE) as outputs:
             params = benchmark_settings("egohumans")
             gt, tracks = read_runs(GT_DIR, TRACKS, run_names(params))
             results = score_runs(gt, tracks, params.score)
@@ -57,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
             speeds = head_speeds(read_parquet(IMAGES, ["sequence", "frame", "extrinsics"]))
             by_speed = head_speed_table(gt, tracks, speeds, params.score)
             outputs.write(METRICS_FILE, json_bytes(results))
+            write_rows(outputs.path(HEADLINE_DIR), headline_rows(results, params))
             outputs.write(SEQUENCES_PLOT, _csv(sequence_table(results)))
             outputs.write(HEAD_SPEED_PLOT, _csv(by_speed))
             outputs.write(PAIRED_FILE, csv_bytes(paired_table(results, params)))

@@ -2,7 +2,8 @@
 
 metrics/egonormia.json: ``{setting: {model: {protocol, dataset, split, excluded, action, justification, both,
 sensible_iou (percent), n, coverage, parse_failure_rate, call_failure_rate (shares 0-1), ci95: {metric: [low, high]},
-verified: {the same for the verified split; metrics null when it has no items}[, limit: {clips, seed}]}}}``.
+verified: {the same for the verified split; metrics null when it has no items}[, limit: {clips, seed}]}}}``;
+metrics/egonormia/<setting>/<model>.json: its headline row for ``dvc metrics show`` (egoeval.headline).
 ``dataset`` and ``split`` say which items (``sample`` for the bundled synthetic sample); ``limit`` only in a smoke run
 (egonormia.fetch.limit); ``protocol`` is the one the answers were asked under, and it says which items count
 (``egoeval.egonormia.protocols``): under ``official`` n is
@@ -26,6 +27,7 @@ import pandas as pd
 
 from egoeval.egonormia.artifacts import (
     CATEGORIES_FILE,
+    HEADLINE_DIR,
     ITEMS,
     METRICS_FILE,
     PAIRED_FILE,
@@ -38,9 +40,10 @@ from egoeval.egonormia.artifacts import (
 )
 from egoeval.egonormia.paired import Run, paired_table
 from egoeval.egonormia.protocols import recorded
-from egoeval.egonormia.scoring import Outcomes, category_accuracy, outcomes, summarize
+from egoeval.egonormia.scoring import Outcomes, category_accuracy, headline_rows, outcomes, summarize
 from egoeval.egonormia.settings import ScoreSettings
 from egoeval.errors import InputError
+from egoeval.headline import write_rows
 from egoeval.io import json_bytes, outputs_together, read_parquet
 from egoeval.paired import csv_bytes
 from egoeval.settings import benchmark_settings
@@ -124,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
 
     def run() -> None:
-        with outputs_together(METRICS_FILE, CATEGORIES_FILE, PAIRED_FILE) as outputs:
+        with outputs_together(METRICS_FILE, HEADLINE_DIR, CATEGORIES_FILE, PAIRED_FILE) as outputs:
             items = read_table(ITEMS, list(ITEM_COLUMNS))
             if not PREDICTIONS.is_file():
                 raise InputError(PREDICTIONS, "file not found (run the parse stage first)")
@@ -137,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
                 for entry in (entry for models in metrics.values() for entry in models.values()):
                     entry["limit"] = {"clips": params.fetch.limit, "seed": params.fetch.limit_seed}
             outputs.write(METRICS_FILE, json_bytes(metrics))
+            write_rows(outputs.path(HEADLINE_DIR), headline_rows(metrics))
             outputs.write(CATEGORIES_FILE, categories.to_csv(index=False, lineterminator="\n").encode())
             outputs.write(PAIRED_FILE, csv_bytes(paired))
 

@@ -1,0 +1,39 @@
+"""Headline rows (egoeval.headline): any model or run name becomes one file inside the folder, never shared."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from egoeval.headline import file_stem, row_files, write_rows
+
+
+@pytest.mark.parametrize(
+    ("name", "plain"),
+    [("chance", True), ("bytetrack-gt", True), ("gpt-4.1", True), ("..", False), ("a/b", False), ("a.", False)],
+)
+def test_plain_names_are_kept_and_others_hashed(name: str, plain: bool) -> None:
+    assert (file_stem(name) == name) is plain
+
+
+@given(st.lists(st.text(min_size=1, max_size=300), min_size=1, max_size=20, unique=True))
+def test_every_name_gets_its_own_file_inside_the_folder(names: list[str]) -> None:
+    stems = [file_stem(name) for name in names]
+    assert len(set(stems)) == len(stems)
+    for stem in stems:
+        assert "/" not in stem and "\0" not in stem and stem not in (".", "..") and not stem.startswith(".")
+        assert len(stem.encode()) <= 80
+
+
+def test_rows_land_under_their_group(tmp_path: Path) -> None:
+    rows = {("blind", "Qwen/Qwen2.5-VL"): {"both": 50.0, "n": 16}, ("blind", "chance"): {"both": 25.0, "n": 16}}
+    write_rows(tmp_path / "out", rows)
+    files = sorted(p.relative_to(tmp_path / "out").as_posix() for p in (tmp_path / "out").rglob("*.json"))
+    assert files[0] == "blind/Qwen_Qwen2.5-VL-" + file_stem("Qwen/Qwen2.5-VL").rsplit("-", 1)[1] + ".json"
+    assert files[1] == "blind/chance.json"
+    assert json.loads((tmp_path / "out/blind/chance.json").read_text()) == {"both": 25.0, "n": 16}
+    assert set(row_files(rows)) == {Path(f) for f in files}

@@ -4,6 +4,8 @@ audit and the tests; dvc.yaml is the only list of stages.
 
 Roles a stage declares under ``meta:`` in dvc.yaml:
 - ``benchmark: <name>``: the benchmark it belongs to; its ``metrics`` outputs are that benchmark's reported numbers;
+- ``reported: <path>``: its reported numbers are this output instead (the full metrics file, when the DVC metrics
+  are only its headline rows: egoeval.headline);
 - ``role: input``: its outputs are pinned inputs (the audit checks them out of DVC's cache, never re-runs them);
 - ``scale_out: {form: <name>, ...}``: it has a sharded form of that name for a Dask cluster (flows/shard.py), called
   with the other keys (e.g. ``mode: ${item.mode}``).
@@ -35,7 +37,7 @@ class StageInfo:
     name: str  # DVC's address of the stage: a target for ``dvc repro``
     cmd: str
     upstream: tuple[str, ...]  # stages whose outputs this stage depends on
-    metrics: tuple[str, ...]  # metrics files it writes, relative to the repository root
+    metrics: tuple[str, ...]  # its reported-numbers files (meta.reported, else its DVC metrics), relative to the root
     benchmark: str | None = None  # meta.benchmark
     role: str = "compute"  # meta.role: input | compute
     scale_out: dict[str, str] | None = None  # meta.scale_out: its sharded form and that form's options
@@ -88,9 +90,12 @@ def _meta(stage: Any, root: str) -> dict[str, Any]:
     where = f"{_rel(stage.path, root)}, stage {_address(stage, root)}"
     if not isinstance(meta, dict):
         raise InputError(where, "meta must be a mapping (benchmark, role, scale_out)")
-    unknown = sorted(set(meta) - {"benchmark", "role", "scale_out"})
+    unknown = sorted(set(meta) - {"benchmark", "role", "scale_out", "reported"})
     if unknown:
-        raise InputError(where, f"unknown meta keys {unknown}; known: benchmark, role, scale_out")
+        raise InputError(where, f"unknown meta keys {unknown}; known: benchmark, role, scale_out, reported")
+    outs = {_rel(out.fs_path, root) for out in stage.outs}
+    if "reported" in meta and meta["reported"] not in outs:
+        raise InputError(where, f"meta.reported must name one of the stage's outs, got {meta['reported']!r}")
     scale_out = meta.get("scale_out")
     if scale_out is not None and not (isinstance(scale_out, dict) and isinstance(scale_out.get("form"), str)):
         raise InputError(where, "meta.scale_out must be a mapping with a form name, e.g. {form: infer}")
@@ -133,7 +138,9 @@ def pipeline_stages(root: str | os.PathLike[str]) -> list[StageInfo]:
                     name=_address(stage, top),
                     cmd=stage.cmd,
                     upstream=tuple(upstream),
-                    metrics=tuple(sorted(_rel(out.fs_path, top) for out in stage.outs if out.metric)),
+                    metrics=(meta["reported"],)
+                    if "reported" in meta
+                    else tuple(sorted(_rel(out.fs_path, top) for out in stage.outs if out.metric)),
                     benchmark=meta.get("benchmark"),
                     role=meta.get("role", "compute"),
                     scale_out=meta.get("scale_out"),

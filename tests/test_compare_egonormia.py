@@ -357,3 +357,20 @@ def test_ranks_are_competition_ranks_by_value_and_ties_sort_by_name_ignoring_cas
     assert [(-values[name], name.casefold(), name) for _, name in shown] == sorted(
         (-v, name.casefold(), name) for name, v in values.items()
     )
+
+
+def test_a_subset_of_the_dataset_is_not_ranked_among_the_published(tmp_path: Path) -> None:
+    """A local copy holding 100 of the 1,853 clips, or a smoke run, records its clips (``items``): not comparable."""
+    _metrics(tmp_path, dataset="egonormia", split="full", items=100, verified={"n": 5, "items": 5, "both": 40.0})
+    done = compare(tmp_path, "metrics/egonormia.json", "--map", "my-vlm=GPT-4o")
+    assert done.returncode == 0, done.stderr
+    assert (
+        "not beside the published figures, not ranked among them: our rows are items 100 (published: 1853)"
+        in done.stdout
+    )
+    assert "ours - published" not in done.stdout
+    subset = compare(tmp_path, "metrics/egonormia.json", "--map", "my-vlm=GPT-4o", "--split", "verified").stdout
+    assert "our rows are items 5 (published: 200)" in subset and "ours - published" not in subset
+    _metrics(tmp_path, dataset="egonormia", split="full", items=1853, verified={"n": 5, "items": 200, "both": 40.0})
+    whole = compare(tmp_path, "metrics/egonormia.json", "--map", "my-vlm=GPT-4o")
+    assert "not beside" not in whole.stdout and "both: ours 20.00 [0.00, 40.00], published 39.80" in whole.stdout

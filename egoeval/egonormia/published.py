@@ -53,6 +53,9 @@ PROVENANCE = ("repository", "commit", "path", "licence")
 PUBLISHED_PROTOCOL = "official"  # the authors' own runs (eval_api.py), which protocol `official` follows
 K = TypeVar("K")
 RANKED_BY = "both"  # the leaderboard's order: action and justification both right
+# the clips behind each published table (OFFICIAL.md: final_data.json 1,853 items, verified_split.json 200 ids,
+# ood_robot.json 11): a run over fewer (a local subset, a smoke run) is not the published dataset
+PUBLISHED_ITEMS = {("egonormia", "full"): 1853, ("egonormia", "verified"): 200, ("ood_robot", "full"): 11}
 
 Figures = dict[str, dict[str, dict[str, float | int | None]]]  # {setting: {model: {metric: value, n}}}
 
@@ -199,8 +202,12 @@ def source_of(table: dict[str, Any]) -> str:
 
 def mismatch(row: dict[str, Any], table: dict[str, Any]) -> str:
     """Why a row of ours may not be ranked among a published table's rows ('' when it may): its dataset, split and
-    protocol must be the table's (the published protocol: ``PUBLISHED_PROTOCOL``)."""
+    protocol must be the table's (the published protocol: ``PUBLISHED_PROTOCOL``), and its clips (``items``, where
+    recorded) as many as the published dataset has (``PUBLISHED_ITEMS``)."""
     wanted = {"dataset": table["dataset"], "split": table["split"], "protocol": PUBLISHED_PROTOCOL}
+    size = PUBLISHED_ITEMS.get((table["dataset"], table["split"]))
+    if size is not None and row.get("items") is not None:
+        wanted["items"] = size
     return ", ".join(
         f"{key} {row.get(key, 'unrecorded')} (published: {want})"
         for key, want in wanted.items()
@@ -299,7 +306,9 @@ def comparison_lines(
         f"published: {dataset}, {split} split, protocol {PUBLISHED_PROTOCOL}, {table['as']}: {source_of(table)}"
     )
     compared = {  # each row as it would be compared: the verified items of a full run count as the verified split
-        (setting, model): entry | {"split": split} if _ours(entry, split, entry["split"])[0] is not None else entry
+        (setting, model): entry | {"split": split, "items": _ours(entry, split, entry["split"])[0].get("items")}
+        if _ours(entry, split, entry["split"])[0] is not None
+        else entry
         for setting, models in rows.items()
         for model, entry in models.items()
     }

@@ -1,7 +1,8 @@
 """Stage egonormia_score: predictions -> metrics/egonormia.json and plots/egonormia/categories.csv.
 
 metrics/egonormia.json: ``{setting: {model: {protocol, dataset, split, excluded, action, justification, both,
-sensible_iou (percent), n, coverage, parse_failure_rate, call_failure_rate (shares 0-1), ci95: {metric: [low, high]},
+sensible_iou (percent), n, items (the clips of the run, before any exclusion), coverage, parse_failure_rate,
+call_failure_rate (shares 0-1), ci95: {metric: [low, high]},
 verified: {the same for the verified split; metrics null when it has no items}[, limit: {clips, seed}]}}}``;
 metrics/egonormia/<setting>/<model>.json: its headline row for ``dvc metrics show`` (egoeval.headline).
 ``dataset`` and ``split`` say which items (``sample`` for the bundled synthetic sample); ``limit`` only in a smoke run
@@ -104,9 +105,10 @@ def score(
             "split": split,
             "excluded": int((~(kept & counted)).sum()),
         }
-        entry |= summarize(result, errors, **sample)
+        entry |= summarize(result, errors, **sample) | {"items": len(ids)}
         in_verified = verified[kept]
         entry["verified"] = summarize(result.subset(in_verified), _subset_errors(errors, in_verified), **sample)
+        entry["verified"]["items"] = int(verified.sum())
         metrics.setdefault(str(setting), {})[str(model)] = entry
         kept_categories = [c for c, keep in zip(categories, kept, strict=True) if keep]
         for category, n, accuracy in category_accuracy(result.action, kept_categories):

@@ -305,13 +305,11 @@ def comparison_lines(
     lines.append(
         f"published: {dataset}, {split} split, protocol {PUBLISHED_PROTOCOL}, {table['as']}: {source_of(table)}"
     )
-    compared = {  # each row as it would be compared: the verified items of a full run count as the verified split
-        (setting, model): entry | {"split": split, "items": _ours(entry, split, entry["split"])[0].get("items")}
-        if _ours(entry, split, entry["split"])[0] is not None
-        else entry
-        for setting, models in rows.items()
-        for model, entry in models.items()
-    }
+    compared = {}  # each row as it would be compared: the verified items of a full run count as the verified split
+    for setting, models in rows.items():
+        for model, entry in models.items():
+            mine = _ours(entry, split, entry["split"])[0]
+            compared[setting, model] = entry if mine is None else entry | {"split": split, "items": mine.get("items")}
     reasons = sorted({mismatch(row, table) for row in compared.values()} - {""})
     for reason in reasons:
         lines.append(f"not beside the published figures, not ranked among them: our rows are {reason}")

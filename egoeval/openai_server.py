@@ -388,9 +388,9 @@ def _batch_reply(server: OpenAIServer, fault: str | None, body: dict[str, Any]) 
         except Fault as chosen:
             fault = chosen.kind
         else:
-            return 200, _completion(model, reply if isinstance(reply, Served) else Served(reply))
+            return 200, _completion(model, reply if isinstance(reply, Served) else Served(reply), prompt_usage(body))
     if fault == "refusal":
-        return 200, _completion(model, Served(None, "I cannot help with that."))
+        return 200, _completion(model, Served(None, "I cannot help with that."), prompt_usage(body))
     status = int(fault) if fault.isdigit() else 500
     return status, {"error": {"message": f"injected {fault}"}}
 

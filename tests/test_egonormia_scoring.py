@@ -274,6 +274,9 @@ def example_responses() -> pd.DataFrame:
     frame["backend"] = "test"
     frame["protocol"] = "egoeval"  # egoeval answer lines and shuffles; the official protocol: test_official.py
     frame["request_key"] = [f"key{k}" for k in range(len(frame))]
+    answered_a = (frame["model"] == "modelA") & frame["response"].notna()  # modelA's endpoint reports usage
+    frame["prompt_tokens"] = pd.array([100 + k if a else None for k, a in enumerate(answered_a)], dtype="Int64")
+    frame["completion_tokens"] = pd.array([7 if a else None for a in answered_a], dtype="Int64")
     return frame.iloc[::-1].reset_index(drop=True)  # order must not matter
 
 
@@ -331,6 +334,11 @@ def test_stages_end_to_end(workdir: Path) -> None:
     b_metrics = metrics["video"]["modelB"]
     assert b_metrics["action"] == pytest.approx(40.0) and b_metrics["call_failure_rate"] == pytest.approx(3 / 15)
     assert b_metrics["coverage"] == pytest.approx(0.8)
+    # the ledger: modelA's 14 answered calls (c2's action timed out) and their usage; modelB's report none
+    answered = example_responses().query("model == 'modelA' and response.notna()")
+    tokens = int(answered["prompt_tokens"].sum())
+    assert a_metrics["ledger"] == {"calls": 14, "prompt_tokens": tokens, "completion_tokens": 14 * 7, "cost_usd": None}
+    assert b_metrics["ledger"] == dict.fromkeys(a_metrics["ledger"]) | {"calls": 12}
 
     categories = pd.read_csv(workdir / "plots/egonormia/categories.csv")
     assert list(categories.columns) == ["setting", "model", "category", "n", "accuracy"]

@@ -115,3 +115,64 @@ def test_the_estimate_equals_the_calls_and_cached_share_of_the_run(reproduced: P
     estimated_prompt = sum(r["prompt_tokens"] for r in rows)
     print(f"estimate: {new} new, {cached} cached, {estimated_prompt} prompt tokens; run: {ledger}")
     assert abs(estimated_prompt - ledger["prompt_tokens"]) <= 0.1 * ledger["prompt_tokens"], (estimated_prompt, ledger)
+    # the metrics' ledger: every answer's call, sent this run or found cached, with the price of params
+    scored = dvc(root, "repro", "egonormia_score")
+    assert scored.returncode == 0, scored.stdout[-3000:] + scored.stderr[-3000:]
+    metrics = json.loads((root / "metrics/egonormia.json").read_text())
+    answers = [metrics[setting]["loopback-vlm"]["ledger"] for setting in ("blind", "pipeline", "video")]
+    assert sum(entry["calls"] for entry in answers) == new + cached
+    assert sum(entry["prompt_tokens"] for entry in answers) > ledger["prompt_tokens"]  # the cached calls' too
+    for entry in answers:
+        assert entry["cost_usd"] == token_cost(entry["prompt_tokens"], entry["completion_tokens"], (2.5, 10.0))
+
+
+def test_the_answers_ledger_is_what_the_calls_reported_sent_cached_or_batched(tmp_path: Path, monkeypatch) -> None:
+    """metrics' ledger (egoeval.egonormia.ledger) from responses.parquet: tokens are the server's ``usage``, the
+    same when every answer comes from the cache, and the same through the Batch API; the run's own ledger counts
+    batched calls as sent, not as cache hits, and a run from the cache as hits that cost nothing."""
+    import pandas as pd
+    from test_batch import FAST_POLL
+    from test_infer import KEY_ENV as INFER_KEY
+    from test_infer import descriptions_of, infer_params, make_items, model_spec, models, write_frames
+
+    from egoeval.egonormia.inference import run_inference
+    from egoeval.egonormia.ledger import answer_ledgers
+    from egoeval.egonormia.settings import Price
+    from egoeval.openai_server import KeyedPolicy
+
+    monkeypatch.setenv(INFER_KEY, "sk-ledger")
+    items = make_items(4)
+    price = Price(input=2.5, output=10.0)
+
+    def run(server: OpenAIServer, backend: str, root: Path) -> pd.DataFrame:
+        settings, protocol = infer_params(root)
+        index = write_frames(root / "frames", items)
+        spec = models(model_spec(server, backend=backend, **FAST_POLL))
+        return run_inference(
+            items, index, root / "frames", descriptions_of(items), spec, settings, protocol, root, ledger=True
+        )
+
+    policy = KeyedPolicy.from_items(items)
+    with OpenAIServer(policy=policy) as online, OpenAIServer(policy=policy) as batch_server:
+        sent = run(online, "openai", tmp_path / "online")
+        again = run(online, "openai", tmp_path / "online")  # every answer from the response cache
+        batched = run(batch_server, "openai_batch", tmp_path / "batch")
+        bodies = [r.body for r in online.requests]
+    assert len(bodies) == len(sent[sent["response"].notna()]) > 0  # each answer one call
+    pd.testing.assert_frame_equal(sent, again)  # a cached answer carries its first call's figures
+    ledgers = answer_ledgers(sent, {"keyed-vlm": price})
+    total = {k: sum(entry[k] for entry in ledgers.values()) for k in ("calls", "prompt_tokens", "completion_tokens")}
+    completion = sum(-(-len(text) // 4) for text in sent["response"].dropna())  # the server's count: 4 chars a token
+    assert total == {
+        "calls": len(bodies),
+        "prompt_tokens": sum(map(prompt_usage, bodies)),
+        "completion_tokens": completion,
+    }
+    for entry in ledgers.values():
+        assert entry["cost_usd"] == token_cost(entry["prompt_tokens"], entry["completion_tokens"], (2.5, 10.0))
+    assert answer_ledgers(batched, {"keyed-vlm": price}) == ledgers  # the same tokens and cost through batches
+    run_ledger = json.loads((tmp_path / "batch" / "cache" / LEDGER_FILE).read_text())["keyed-vlm"]
+    assert (run_ledger["calls"], run_ledger["cache_hits"]) == (len(bodies), 0)
+    assert run_ledger["prompt_tokens"] == total["prompt_tokens"]
+    cached_run = json.loads((tmp_path / "online" / "cache" / LEDGER_FILE).read_text())["keyed-vlm"]
+    assert (cached_run["calls"], cached_run["cache_hits"], cached_run["prompt_tokens"]) == (0, len(bodies), 0)

@@ -209,6 +209,20 @@ def test_the_sample_is_never_ranked_among_published_rows_and_ties_share_a_rank()
     ]
 
 
+def test_the_cost_table_shows_each_runs_ledger_and_says_what_was_not_reported() -> None:
+    from egoeval.egonormia.report import ledger_section
+
+    paid = {"calls": 1234, "prompt_tokens": 2_345_678, "completion_tokens": 4567, "cost_usd": 5.910865}
+    local = dict.fromkeys(paid) | {"calls": 48}
+    metrics = {"video": {"gpt": entry(30.0, 10.0) | {"ledger": paid}}, "blind": {"chance": {"ledger": local}}}
+    page = ledger_section(metrics)
+    rows = [re.findall(r"<td>(.*?)</td>", row) for row in re.findall(r"<tr>(.*?)</tr>", page.split("<tbody>")[1])]
+    assert rows == [  # settings in the benchmark's order; thousands separated; what no call reported is a dash
+        ["blind", "chance", "48", "–", "–", "–"],
+        ["video", "gpt", "1,234", "2,345,678", "4,567", "5.9109"],
+    ]
+
+
 def report(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "egoeval.cli", "report", *args]
     return subprocess.run(command, cwd=root, env=tool_env(), capture_output=True, text=True, check=False)
@@ -220,6 +234,7 @@ def test_the_stage_writes_a_self_contained_page_that_a_rerun_reproduces(reproduc
     for section in (
         "egonormia-leaderboard",
         "egonormia-categories",
+        "egonormia-ledger",
         "egonormia-clips",
         "egohumans-runs",
         "egohumans-crossview",

@@ -252,7 +252,7 @@ def run_batches(client: Any, units: Sequence[Unit], records: Path, label: str = 
     """Answer every call of ``units`` through batches, round by round, into ``client.cache``; returns the keys no
     batch answered (the stage's own pass sends them online). ``client`` is a ModelClient over an OpenAIBatchBackend.
     """
-    from egoeval.backends.client import Completion
+    from egoeval.backends.client import CallUsage, Completion
 
     backend: OpenAIBatchBackend = client.backend
     cache = client.cache
@@ -266,7 +266,8 @@ def run_batches(client: Any, units: Sequence[Unit], records: Path, label: str = 
             key = request_key(backend.cache_name, backend.model, request)
             cached = cache.entry(key)
             if cached is not None:
-                return Completion(cached[0], "", key, str(cached[1].get("served_model", "")))
+                served = str(cached[1].get("served_model", ""))
+                return Completion(cached[0], "", key, served, CallUsage.from_meta(cached[1]))
             if key not in unanswered:
                 found.pending[key] = request
             raise Deferred
@@ -299,7 +300,12 @@ def run_batches(client: Any, units: Sequence[Unit], records: Path, label: str = 
         )
         finished = _wait(backend, batches, deadline, label, state)
         for batch, answer in zip(batches, finished, strict=True):
-            unanswered |= _merge(backend, cache, batch, answer, found.pending, label)
+            missing = _merge(backend, cache, batch, answer, found.pending, label)
+            unanswered |= missing
+            for key in sorted(set(batch.keys) - missing):
+                stored = cache.entry(key)
+                if stored is not None:
+                    client.count_batched(key, stored[1])
             state.batches.remove(batch)
             state.save()
 
@@ -419,7 +425,9 @@ def _merge(
             reply = backend._interpret(reply_text, requests[key])
         except BackendError:
             continue
-        meta = {"backend": backend.name, "model": backend.model, "served_model": reply.served_model, "seconds": 0.0}
+        meta = {"backend": backend.name, "model": backend.model, "served_model": reply.served_model}
+        usage = (("prompt_tokens", reply.prompt_tokens), ("completion_tokens", reply.completion_tokens))
+        meta |= {name: n for name, n in usage if n is not None}
         cache.put(key, reply.text, meta | {"batch": batch.batch_id})
         answered.add(key)
     missing = asked - answered

@@ -56,11 +56,30 @@ def call_pool(workers: int, name: str) -> Iterator[ThreadPoolExecutor]:
 
 
 @dataclass(frozen=True)
+class CallUsage:
+    """The endpoint's ``usage`` for the call that made an answer, as the response cache stored it when the reply came
+    (a cached answer carries its first call's counts; None where the backend reported none). What depends on the run
+    rather than the reply (retries, latency, cache hits) is the run's ``ModelClient.ledger``."""
+
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+    @classmethod
+    def from_meta(cls, meta: dict[str, Any]) -> CallUsage:
+        def count(name: str) -> int | None:
+            value = meta.get(name)
+            return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+        return cls(count("prompt_tokens"), count("completion_tokens"))
+
+
+@dataclass(frozen=True)
 class Completion:
     response: str | None  # None when the call failed
     error: str  # "" when it succeeded
     key: str  # the request key (the cache key)
     served_model: str = ""  # the model the endpoint named as serving the reply ("" when none is named)
+    usage: CallUsage | None = None  # what the call that made the reply took (None: no reply)
 
 
 class ModelClient:
@@ -100,6 +119,7 @@ class ModelClient:
         self.prompt_tokens = 0  # the endpoint's ``usage`` summed over this run's answered calls
         self.completion_tokens = 0
         self.served: Counter[str] = Counter()  # the model each reply (sent or cached) names as serving it
+        self._batched: set[str] = set()  # keys answered through the Batch API this run: sent, not cache hits
         self._first: list[str] = []  # per call of the first FIRST_CALLS: the kind of its rejection, "" if none
         self.broken: EndpointError | EndpointDown | None = None  # once every call would fail, nothing more is sent
 
@@ -120,7 +140,7 @@ class ModelClient:
         cached = self.cache.entry(key)
         if cached is not None:
             with self._lock:
-                self.hits += 1
+                self.hits += key not in self._batched
             return self._done(key, *cached)
         if self.cache_only:
             return Completion(None, f"{CACHE_MISS} (cache-only mode)", key)
@@ -176,11 +196,23 @@ class ModelClient:
         }
         return self._done(key, *self.cache.put(key, reply.text, meta))
 
+    def count_batched(self, key: str, meta: dict[str, Any]) -> None:
+        """A call this run answered through the Batch API (``meta`` as cached): in the ledger as sent, its tokens
+        counted, and its answer, read from the cache afterwards, not counted as a cache hit."""
+        usage = CallUsage.from_meta(meta)
+        with self._lock:
+            if key in self._batched:
+                return
+            self._batched.add(key)
+            self.calls += 1
+            self.prompt_tokens += usage.prompt_tokens or 0
+            self.completion_tokens += usage.completion_tokens or 0
+
     def _done(self, key: str, response: str, meta: dict[str, Any]) -> Completion:
         served = str(meta.get("served_model", ""))
         with self._lock:
             self.served[served] += 1
-        return Completion(response, "", key, served)
+        return Completion(response, "", key, served, CallUsage.from_meta(meta))
 
     def _note_first(self, rejection: RequestRejected | None) -> None:
         """Count one of the first FIRST_CALLS calls; when they were all rejected alike, stop (raise EndpointError)."""

@@ -29,6 +29,9 @@ HEADLINE_DIR = Path("metrics/egonormia")  # one headline row per setting and mod
 CATEGORIES_FILE = Path("plots/egonormia/categories.csv")
 PAIRED_FILE = Path("plots/egonormia/paired.csv")  # paired comparisons (egoeval.egonormia.paired)
 
+USAGE_COLUMNS = ("prompt_tokens", "completion_tokens")
+"""The endpoint's ``usage`` for the call behind each answer (``egoeval.backends.client.CallUsage``; null: none
+reported, or no reply)."""
 RESPONSE_COLUMNS = (
     "id",
     "setting",
@@ -41,6 +44,7 @@ RESPONSE_COLUMNS = (
     "error",
     "request_key",
     "served_model",  # the model the endpoint named as serving the reply ("" when it named none, or no reply)
+    *USAGE_COLUMNS,
 )
 NOT_SENT = "not sent: "  # prefix of a response error: the protocol did not ask (an earlier answer decided it)
 NO_DESCRIPTION = "no description in the dataset"  # a description's error: the dataset's text is blank

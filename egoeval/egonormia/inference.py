@@ -31,6 +31,7 @@ from egoeval.egonormia.artifacts import (
     NO_DESCRIPTION,
     NOT_SENT,
     RESPONSE_COLUMNS,
+    USAGE_COLUMNS,
     FrameStore,
     Unavailable,
     read_items,
@@ -80,7 +81,7 @@ class Runner:
             "error": done.error,
             "request_key": done.key,
             "served_model": done.served_model,
-        }
+        } | {name: getattr(done.usage, name, None) for name in USAGE_COLUMNS}
 
     def _scene(self, clip_id: str, setting: str) -> Scene:
         if setting == "pipeline":
@@ -183,6 +184,7 @@ def run_inference(
         if ledger:
             write_json(cache.path.parent / LEDGER_FILE, costs)
     table = pd.DataFrame(rows, columns=list(RESPONSE_COLUMNS))
+    table = table.astype(dict.fromkeys(USAGE_COLUMNS, "Int64"))
     return table.sort_values(["id", "setting", "model", "subtask"], ignore_index=True)
 
 

@@ -4,6 +4,7 @@
   evaluated dataset and split (``egonormia.fetch.dataset``, ``egonormia.fetch.split``; the primary table of
   egoeval/egonormia/data/published.json) where bundled;
 - action accuracy per norm category (plots/egonormia/categories.csv);
+- what the answers cost per setting and model (each metrics entry's ledger: calls, usage tokens, cost);
 - a browsable set of clips (``egonormia.report.clips``, those most models get wrong first) with the frames image,
   the options, the gold answers and each model's replies and parsed choices.
 """
@@ -339,6 +340,33 @@ def option_order_note(responses: pd.DataFrame) -> str:
     return "; ".join(notes) + "." if notes else "no model replies are recorded."
 
 
+def ledger_section(metrics: dict[str, Any]) -> str:
+    """Per setting and model, the calls behind the answers and what they cost (each entry's ``ledger``)."""
+    header = ["setting", "model", "calls", "prompt tokens", "completion tokens", "cost (USD)"]
+
+    def count(value: Any) -> str:
+        return "–" if value is None else f"{int(value):,}"
+
+    rows = []
+    for setting in [s for s in SETTINGS if s in metrics] + sorted(set(metrics) - set(SETTINGS)):
+        for model, entry in sorted(metrics[setting].items()):
+            ledger = entry.get("ledger") or {}
+            rows.append(
+                [esc(setting), esc(model)]
+                + [count(ledger.get(k)) for k in ("calls", "prompt_tokens", "completion_tokens")]
+                + ["–" if ledger.get("cost_usd") is None else f"{ledger['cost_usd']:.4f}"]
+            )
+    return (
+        '<section id="egonormia-ledger"><h2>EgoNormia: what the answers cost</h2>'
+        "<p>The calls behind each setting's answers, whether this run sent them or found them in the response cache, "
+        "with the endpoint's <i>usage</i> tokens and the cost at <code>egonormia.model.price</code>. – : not "
+        "reported (a local baseline counts no tokens; no price set). What one run sent, found cached, retried and "
+        "waited (latency p50 / p95) is printed by the infer stage and kept beside the response cache "
+        "(<code>ledger-egonormia_infer.json</code>); <code>egoeval estimate</code> says it before a run.</p>"
+        f"{table(header, rows, 'ledger')}</section>"
+    )
+
+
 def read_predictions(path: Path) -> pd.DataFrame:
     return read_parquet(path, PREDICTION_COLUMNS)
 
@@ -386,6 +414,7 @@ def report(root: Path, settings: Any) -> ReportPart:
         ),
         ReportSection("egonormia-paired", "paired", paired_section(read_paired(root / PAIRED_FILE), protocols, *shown)),
         ReportSection("egonormia-categories", "categories", category_section(read_csv(root / CATEGORIES_FILE))),
+        ReportSection("egonormia-ledger", "cost", ledger_section(metrics)),
         ReportSection("egonormia-clips", "clips", clips_section(root, params.report.clips)),
     ]
     return ReportPart(sections, STYLE, SCRIPT)

@@ -9,8 +9,10 @@ pool per model, paced by its adaptive limiter); every call goes through the dura
 ``$EGOEVAL_CACHE_DIR`` overrides the cache folder; ``EGOEVAL_CACHE_ONLY=1`` replays cached answers only
 (a miss is recorded as an error, nothing is sent: the audit re-derives results this way).
 A baseline skips the settings it cannot do. Output: data/egonormia/responses.parquet, one row per
-(id, setting, model, subtask), with its protocol and the model the endpoint named as serving the reply (a warning
-says when that is not the requested one). A request the endpoint refuses (HTTP 400) is that answer's failure. The
+(id, setting, model, subtask), with its protocol, the model the endpoint named as serving the reply (a warning
+says when that is not the requested one) and the endpoint's ``usage`` for the call (``prompt_tokens``,
+``completion_tokens``, as the response cache stored it: the score stage's ledger). A request the endpoint refuses
+(HTTP 400) is that answer's failure. The
 stage writes nothing and fails when more than ``max_failure_rate`` of the answers failed (exit 75), or at once when
 every call would fail alike (exit 2: a wrong key, URL or model, the first calls all refused alike; exit 75: nothing
 answers at ``base_url``); the cached successes make the rerun cheap. A model of backend ``openai_batch`` is asked

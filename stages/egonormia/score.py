@@ -2,7 +2,9 @@
 
 metrics/egonormia.json: ``{setting: {model: {protocol, dataset, split, excluded, action, justification, both,
 sensible_iou (percent), n, items (the clips of the run, before any exclusion), coverage, parse_failure_rate,
-call_failure_rate (shares 0-1), ci95: {metric: [low, high]},
+call_failure_rate (shares 0-1), ci95: {metric: [low, high]}, ledger: {the calls behind the answers, their usage
+tokens and cost (egoeval.egonormia.ledger; from data/egonormia/responses.parquet, prices of egonormia.model and
+baselines)},
 verified: {the same for the verified split; metrics null when it has no items}[, limit: {clips, seed}]}}}``;
 metrics/egonormia/<setting>/<model>.json: its headline row for ``dvc metrics show`` (egoeval.headline).
 ``dataset`` and ``split`` say which items (``sample`` for the bundled synthetic sample); ``limit`` only in a smoke run
@@ -34,11 +36,13 @@ from egoeval.egonormia.artifacts import (
     PAIRED_FILE,
     PREDICTION_COLUMNS,
     PREDICTIONS,
+    RESPONSES,
     SETTINGS,
     SUBTASKS,
     read_table,
     require_columns,
 )
+from egoeval.egonormia.ledger import LEDGER_COLUMNS, answer_ledgers
 from egoeval.egonormia.paired import Run, paired_table
 from egoeval.egonormia.protocols import recorded
 from egoeval.egonormia.scoring import Outcomes, category_accuracy, headline_rows, outcomes, summarize
@@ -138,6 +142,11 @@ def main(argv: list[str] | None = None) -> int:
             metrics, categories, paired = score(
                 items, predictions, params.score, split=params.fetch.split, dataset=params.fetch.rows_dataset
             )
+            prices = {model.name: model.price for model in (params.model, *params.baselines)}
+            ledgers = answer_ledgers(read_parquet(RESPONSES, LEDGER_COLUMNS), prices)
+            for setting, models in metrics.items():
+                for model, entry in models.items():
+                    entry["ledger"] = ledgers.get((setting, model))
             if params.fetch.limit is not None:  # a smoke run says so beside every figure it produced
                 for entry in (entry for models in metrics.values() for entry in models.values()):
                     entry["limit"] = {"clips": params.fetch.limit, "seed": params.fetch.limit_seed}

@@ -1,0 +1,46 @@
+"""What the answers cost: per setting and model, the calls behind the answers in responses.parquet.
+
+Figures come from the endpoint's ``usage`` the infer stage records per answer (``artifacts.USAGE_COLUMNS``, as the
+response cache stored it when the reply came), so they depend only on the replies: the same whether a run sent the
+calls or found them in the cache, after retries, a crash or faults, and in an audit's re-derivation. A request asked
+twice counts once. ``calls``: answers that came back; ``prompt_tokens``, ``completion_tokens``: summed ``usage``
+(null when no call reported any: a local baseline); ``cost_usd`` at the model's ``price`` (null without one).
+What one run sent, found cached, retried, waited and paid is the run's ledger beside the response cache
+(``inference.LEDGER_FILE``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from egoeval.backends.client import token_cost
+from egoeval.egonormia.artifacts import USAGE_COLUMNS
+from egoeval.egonormia.settings import Price
+
+LEDGER_COLUMNS = ("setting", "model", "response", "request_key", *USAGE_COLUMNS)  # of responses.parquet
+
+
+def _total(values: pd.Series) -> int | None:
+    known = values.dropna()
+    return int(known.sum()) if len(known) else None
+
+
+def call_ledger(answers: pd.DataFrame, price: Price | None) -> dict[str, Any]:
+    """The ledger of one model's answers (responses.parquet rows; those without a reply are not calls)."""
+    answered = answers[answers["response"].notna()].drop_duplicates("request_key")
+    entry: dict[str, Any] = {"calls": len(answered)}
+    entry |= {name: _total(answered[name]) for name in USAGE_COLUMNS}
+    tokens = (entry["prompt_tokens"], entry["completion_tokens"])
+    entry["cost_usd"] = None if price is None or None in tokens else token_cost(*tokens, (price.input, price.output))
+    return entry
+
+
+def answer_ledgers(responses: pd.DataFrame, prices: Mapping[str, Price | None]) -> dict[tuple[str, str], dict]:
+    """(setting, model) -> ``call_ledger`` of its answers (``LEDGER_COLUMNS`` needed); ``prices`` by model name."""
+    return {
+        (str(setting), str(model)): call_ledger(group, prices.get(str(model)))
+        for (setting, model), group in responses.groupby(["setting", "model"], sort=True)
+    }

@@ -566,6 +566,24 @@ def write_manifest(path: str | os.PathLike[str], root: str | os.PathLike[str], n
     atomic_write_text(path, "".join(f"{digest}  {name}\n" for name, digest in digests.items()))
 
 
+def read_pinned(path: str | os.PathLike[str], sha256: str) -> bytes:
+    """A file's bytes, checked against the sha256 it was pinned with: InputError naming the file when they differ
+    (it changed after the manifest was written) or it cannot be read."""
+    input_size(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        raise InputError(path, f"cannot read: {error.strerror}") from None
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != sha256:
+        raise InputError(
+            path,
+            f"sha256 {actual} differs from the pinned {sha256}: the file changed after its manifest was written "
+            "(restore it, or pin the data again with a new manifest)",
+        )
+    return data
+
+
 def verify_manifest(manifest: str | os.PathLike[str], root: str | os.PathLike[str], names: list[str]) -> None:
     """Check every file in ``names`` (relative to ``root``) against the manifest; raise on any mismatch."""
     expected = read_manifest(manifest)

@@ -16,6 +16,7 @@ import cv2
 import numpy as np
 
 from egoeval.errors import InputError
+from egoeval.io import read_pinned
 
 MIN_FPS, MAX_FPS = 1.0, 240.0
 
@@ -153,3 +154,12 @@ def write_h264(path: str | Path, frames: np.ndarray, fps: int, gop: int = 300, b
         for packet in stream.encode():
             container.mux(packet)
     return path
+
+
+def read_pinned_image(path: str, sha256: str) -> np.ndarray:
+    """An image file's pixels (BGR, as OpenCV reads them), its bytes checked against the sha256 it was pinned with;
+    InputError naming the file when they differ or it is no image."""
+    image = cv2.imdecode(np.frombuffer(read_pinned(path, sha256), np.uint8), cv2.IMREAD_COLOR)
+    if image is None:
+        raise InputError(path, "cannot read this frame image")
+    return image

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from conftest import dvc
 from oracle_env import MotmetricsOracle, assert_equal_to_oracle
 
 from egoeval.egohumans import crossview, fetching, scoring, tracking
@@ -208,6 +209,7 @@ def test_fetch_outputs(pipeline: Path) -> None:
         "sequence",
         "frame",
         "path",
+        "sha256",
         "width",
         "height",
         "extrinsics",
@@ -560,3 +562,32 @@ def test_write_manifest_pins_what_the_annotation_references(pipeline: Path, tmp_
     with pytest.raises(InputError, match="missing") as err:
         fetching.write_root_manifest(source, _fetch_params(source), MODES, tmp_path / "m2.sha256")
     assert str(frame) in str(err.value)
+
+
+@pytest.mark.slow
+def test_the_manifest_stands_for_the_data_root_and_every_frame_read_is_checked(
+    reproduced: Path, tmp_path: Path
+) -> None:
+    """egohumans_fetch depends on the manifest, not the data root (no stage walks the root as a dep): a frame
+    edited without a new manifest changes no stage's inputs, and the first stage that reads the frame refuses it,
+    naming it; restored, the stage runs."""
+    root = shutil.copytree(reproduced, tmp_path / "repo", symlinks=True)
+    images = pd.read_parquet(root / "data/egohumans/fetched/images.parquet")
+    first = images.sort_values(["sequence", "frame"]).iloc[0]
+    frame = root / first["path"]
+    assert hashlib.sha256(frame.read_bytes()).hexdigest() == first["sha256"]  # fetch recorded the pinned digest
+    original = frame.read_bytes()
+    frame.write_bytes(original + b"\0")  # edited in place, no new manifest
+    # only the sample's own stage sees it (the bundled root is its output); no stage walks the root as a dep
+    status = json.loads(dvc(root, "status", "--json").stdout)
+    assert status == {"egohumans_sample": [{"changed outs": {"data/egohumans/sample": "modified"}}]}, status
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params["egohumans"]["track"]["config"]["botsort"]["gmc_method"] = "sparseOptFlow"  # reads every frame
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    refused = dvc(root, "repro", "--single-item", "egohumans_track@botsort-gt")  # not the sample stage first
+    assert refused.returncode != 0
+    assert str(first["path"]) in refused.stderr and "differs from the pinned" in refused.stderr, refused.stderr[-2000:]
+    assert "Traceback" not in refused.stderr
+    frame.write_bytes(original)
+    ran = dvc(root, "repro", "--single-item", "egohumans_track@botsort-gt")
+    assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]

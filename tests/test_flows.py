@@ -604,6 +604,8 @@ def test_real_pipeline_once_twice_then_scaled_out(
 
 @pytest.mark.slow
 def test_sharded_yolo_detection_is_byte_identical(tmp_path: Path, prefect_server: None) -> None:
+    import hashlib
+
     import cv2
     import numpy as np
     import pandas as pd
@@ -620,7 +622,10 @@ def test_sharded_yolo_detection_is_byte_identical(tmp_path: Path, prefect_server
         for frame in range(1, 6):  # 10 frames in batches of 3: the last batch holds one frame
             path = fetched / f"{sequence}-{frame}.jpg"
             cv2.imwrite(str(path), rng.integers(0, 255, (96, 128, 3), dtype=np.uint8))
-            rows.append({"sequence": sequence, "frame": frame, "path": str(path.relative_to(tmp_path))})
+            pinned = hashlib.sha256(path.read_bytes()).hexdigest()
+            rows.append(
+                {"sequence": sequence, "frame": frame, "path": str(path.relative_to(tmp_path)), "sha256": pinned}
+            )
     pd.DataFrame(rows).to_parquet(fetched / "images.parquet", index=False)
     params = {
         "yolo_weights": "arch-only",

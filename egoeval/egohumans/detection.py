@@ -17,7 +17,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-import cv2
 import numpy as np
 import pandas as pd
 from tqdm import tqdm
@@ -35,6 +34,7 @@ from egoeval.egohumans.settings import DetectSettings
 from egoeval.errors import InputError
 from egoeval.io import PARAMS_FILE, read_json, read_parquet, write_parquet
 from egoeval.tracking.mot import read_mot
+from egoeval.video import read_pinned_image
 
 OUT_DIR = DETECTIONS
 ARCH_ONLY = "arch-only"
@@ -131,8 +131,8 @@ def load_yolo(settings: DetectSettings, arch_only: bool = False) -> Any:
 
 
 def read_images(fetched: Path) -> pd.DataFrame:
-    """The frames listed by fetch (sequence, frame, path), in the stage's order: by sequence, then frame."""
-    images = read_parquet(fetched / "images.parquet", ["sequence", "frame", "path"])
+    """The frames listed by fetch (sequence, frame, path, sha256), in the stage's order: by sequence, then frame."""
+    images = read_parquet(fetched / "images.parquet", ["sequence", "frame", "path", "sha256"])
     return images.sort_values(["sequence", "frame"]).reset_index(drop=True)
 
 
@@ -147,12 +147,7 @@ def detect_images(model: Any, images: pd.DataFrame, settings: DetectSettings) ->
     with tqdm(total=len(images), desc="yolo", unit="frame") as progress:
         for start in range(0, len(images), batch):
             chunk = images.iloc[start : start + batch]
-            frames = []
-            for path in chunk["path"]:
-                frame = cv2.imread(path, cv2.IMREAD_COLOR)
-                if frame is None:
-                    raise InputError(path, "cannot read this frame image")
-                frames.append(frame)
+            frames = [read_pinned_image(*frame) for frame in chunk[["path", "sha256"]].itertuples(index=False)]
             results = model.predict(
                 frames,
                 imgsz=settings.yolo_imgsz,

@@ -12,7 +12,8 @@ the sha256 manifest first (in parallel). Written to ``data/egohumans/fetched`` (
 
 - ``gt/<seq>.txt`` ground truth, MOTChallenge text (ignore/crowd boxes with conf 0),
 - ``detections_official.parquet``, ``detections_file.parquet`` (sequence, frame, x, y, w, h, score; empty when none),
-- ``images.parquet`` sequence, frame, path (the frame at its source location; frames are not copied), width,
+- ``images.parquet`` sequence, frame, path (the frame at its source location; frames are not copied), sha256 (as
+  the manifest pins it: the stages that read the frame later check its bytes against it), width,
   height, extrinsics (4 x 4 world-to-camera, row-major), time_stamp, calib_intrinsics (15), camera_model (params
   ``camera_model``: how those intrinsics map rays to pixels; an exo camera's COLMAP model), calib_extrinsics (12),
   take and camera (from the ``file_name``; ``modality`` may list several annotations, read as one),
@@ -64,6 +65,7 @@ from egoeval.io import (
     data_file,
     data_roots,
     inside,
+    read_manifest,
     replaced_dir,
     verify_manifest,
     write_json,
@@ -194,6 +196,7 @@ def fetch(settings: FetchSettings, out_dir: str | Path, modes: Sequence[str]) ->
     file_mode = "file" in modes
     annotation, names = input_files(root, settings, file_mode, settings.limit)
     verify_manifest(manifest, root, names)
+    pinned = read_manifest(manifest)  # each frame's digest travels with it: every later read is checked against it
 
     found = [name for name in official_detections_names(settings) if (root / name).is_file()]
     official = None
@@ -206,12 +209,16 @@ def fetch(settings: FetchSettings, out_dir: str | Path, modes: Sequence[str]) ->
     kept = set(annotation.sequences["name"])
     official, file = (None if t is None else t[t["sequence"].isin(kept)] for t in (official, file))
     images = annotation.images
+    unpinned = [name for name in images["file_name"] if name not in pinned]
+    if unpinned:
+        raise InputError(manifest, f"{unpinned[0]} is not pinned in the manifest")
     calibration = _calibration(root, images, settings.camera_model)
     image_table = pd.DataFrame(
         {
             "sequence": images["sequence"],
             "frame": images["frame"],
             "path": [(root / name).as_posix() for name in images["file_name"]],
+            "sha256": [pinned[name] for name in images["file_name"]],
             "width": images["width"],
             "height": images["height"],
             "extrinsics": calibration["extrinsics"],

@@ -24,7 +24,7 @@ from egoeval.egohumans.artifacts import GT_DIR, IMAGES, METRICS_FILE, PAIRED_FIL
 from egoeval.egohumans.disagreement import Disagreement, match_frame, most_disputed
 from egoeval.egohumans.published import PublishedTable, read_published
 from egoeval.errors import InputError
-from egoeval.io import data_roots, inside, read_json, read_parquet
+from egoeval.io import data_roots, inside, read_json, read_parquet, read_pinned
 from egoeval.markup import data_uri, esc, fmt, paired_table, table
 from egoeval.paired import read_paired
 from egoeval.tracking.mot import read_mot, read_mot_folder
@@ -143,10 +143,12 @@ def frame_panel(
     return f'<svg class="boxes" viewBox="0 0 {width} {height}" role="img">{"".join(shapes)}</svg>'
 
 
-def _embedded_frame(path: Path, width: int) -> tuple[str, tuple[int, int], float]:
-    """A frame scaled down to at most ``width`` px as a JPEG data URI, its size and the scale applied."""
+def _embedded_frame(path: Path, sha256: str, width: int) -> tuple[str, tuple[int, int], float]:
+    """A frame (its bytes checked against the pinned ``sha256``) scaled down to at most ``width`` px as a JPEG data
+    URI, its size and the scale applied."""
+    data = read_pinned(path, sha256)
     try:
-        with Image.open(path) as opened:
+        with Image.open(io.BytesIO(data)) as opened:
             image = opened.convert("RGB")
     except OSError as error:
         raise InputError(path, f"cannot read the frame: {error}") from None
@@ -174,19 +176,19 @@ def disagreement_section(
             tracks[run] = read_mot(found[name], kind="pred") if name in found else read_mot(path, kind="gt").iloc[0:0]
         sequences[name] = (read_mot(path, kind="gt"), tracks)
     chosen: list[Disagreement] = most_disputed(sequences, iou_threshold, count, gap=15)
-    images = read_parquet(root / IMAGES, ("sequence", "frame", "path"))
+    images = read_parquet(root / IMAGES, ("sequence", "frame", "path", "sha256"))
     roots = data_roots(root / data_root)
     located = {
-        (str(s), int(f)): str(p) for s, f, p in zip(images["sequence"], images["frame"], images["path"], strict=True)
+        (str(row.sequence), int(row.frame)): (str(row.path), str(row.sha256)) for row in images.itertuples(index=False)
     }
     blocks = []
     for pick in chosen:
-        where = located.get((pick.sequence, pick.frame))
-        if where is None:
+        if (pick.sequence, pick.frame) not in located:
             raise InputError(root / IMAGES, f"no image for frame {pick.frame}", row=pick.sequence)
+        where, sha256 = located[pick.sequence, pick.frame]
         path = Path(where) if Path(where).is_absolute() else root / where
         inside(path, roots, root / IMAGES, f"{pick.sequence} frame {pick.frame}")  # the page is shared
-        uri, size, scale = _embedded_frame(path, width)
+        uri, size, scale = _embedded_frame(path, sha256, width)
         gt, tracks = sequences[pick.sequence]
         gt_frame = gt[gt["frame"] == pick.frame]
         panels = []

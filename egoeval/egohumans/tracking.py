@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import cv2
 import numpy as np
 import pandas as pd
 from tqdm import tqdm
@@ -32,6 +31,7 @@ from egoeval.egohumans.trackers.multiview import check_views, link_views, local_
 from egoeval.errors import InputError
 from egoeval.io import read_json, read_parquet, replaced_dir, write_parquet
 from egoeval.tracking.mot import write_mot
+from egoeval.video import read_pinned_image
 
 MOT_COLUMNS = ["frame", "id", "x", "y", "w", "h", "conf", *ROOT_COLUMNS]  # the world point: its detection's root
 WORLD_POINT_COLUMNS = ["sequence", "frame", "id", *ROOT_COLUMNS]
@@ -80,13 +80,13 @@ def track_sequence(
     config: TrackerConfig,
     detections: pd.DataFrame,
     length: int,
-    frames: dict[int, str] | None = None,
+    frames: dict[int, tuple[str, str]] | None = None,
     cameras: dict[int, CameraPose] | None = None,
 ) -> pd.DataFrame:
     """Track one sequence of ``length`` frames; ``detections`` holds its rows (frame, x, y, w, h, score).
 
-    ``frames`` (frame -> image path) is needed when the tracker compensates camera motion from the images;
-    ``cameras`` (frame -> camera pose) when it follows the known head rotation (``egomotion``, ``world``).
+    ``frames`` (frame -> image path and its pinned sha256) is needed when the tracker compensates camera motion from
+    the images; ``cameras`` (frame -> camera pose) when it follows the known head rotation (``egomotion``, ``world``).
     """
     tracker = make_tracker(config)
     if length == 0:  # a camera that never sees anyone: the download has no image of it, so no tracks
@@ -108,10 +108,11 @@ def track_sequence(
         lo, hi = bounds[frame - 1], bounds[frame]
         image = None
         if need_images:
-            path = frames.get(frame)
-            image = None if path is None else cv2.imread(path, cv2.IMREAD_COLOR)
-            if image is None:
-                raise InputError(path or f"frame {frame}", "cannot read this frame image (needed by gmc_method)")
+            pinned = frames.get(frame)
+            if pinned is None or not Path(pinned[0]).is_file():
+                where = f"frame {frame}" if pinned is None else pinned[0]
+                raise InputError(where, "cannot read this frame image (needed by gmc_method)")
+            image = read_pinned_image(*pinned)
         if cameras is not None and hasattr(tracker, "camera"):
             tracker.camera = cameras.get(frame)
         boxes = Boxes(xywh[lo:hi], conf[lo:hi], np.zeros(hi - lo, dtype=np.float32), roots[lo:hi])
@@ -190,11 +191,12 @@ def track(name: str, config: TrackerConfig, detections_path: Path, fetched: Path
         if uncalibrated:
             message = f"the {config.tracker_type} tracker ({name}) needs camera poses: no frame has calibration"
             raise InputError(images_path, message, row=uncalibrated[0])
-    frames: dict[str, dict[int, str]] = {}
+    frames: dict[str, dict[int, tuple[str, str]]] = {}
     if uses_frames(config):
-        images = read_parquet(fetched / "images.parquet", ["sequence", "frame", "path"])
+        images = read_parquet(fetched / "images.parquet", ["sequence", "frame", "path", "sha256"])
         for sequence, rows in images.groupby("sequence"):
-            frames[str(sequence)] = dict(zip(rows["frame"].tolist(), rows["path"].tolist(), strict=True))
+            pinned = zip(rows["path"].tolist(), rows["sha256"].tolist(), strict=True)
+            frames[str(sequence)] = dict(zip(rows["frame"].tolist(), pinned, strict=True))
     by_sequence = dict(tuple(detections.groupby("sequence", sort=True)))
     for seq in sequences:
         rows = by_sequence.get(seq["name"], detections.iloc[:0])

@@ -2,7 +2,12 @@
 stages (one tiny dep and out each, no params), interleaved rounds: what our dvc.yaml costs DVC beyond its own floor.
 
 Needs a reproduced workspace (`make repro`). ``--frames N [N ...]`` also times copies of it whose EgoHumans sample
-has N frames per sequence (18 cameras' worth per take: the data root grows, reproduced once before timing).
+has N frames per sequence (18 cameras' worth per take: the data root grows, reproduced once before timing; the
+sample is a DVC output, so DVC checks every file of it as an output). ``--root-files N [N ...]`` times the case of a
+downloaded data root instead: copies whose EgoHumans data root lies outside DVC's outputs (``fetch.source: local``)
+and holds N files, all pinned in its manifest (the sample's plus frames no annotation references, as the official
+download holds), each twice: with this dvc.yaml (egohumans_fetch stands on the manifest) and with the data root
+itself as egohumans_fetch's dep (how it was before).
 """
 
 from __future__ import annotations
@@ -65,7 +70,48 @@ def grown_copy(folder: Path, frames: int) -> tuple[Path, int]:
     return copy, sum(1 for path in root.rglob("*") if path.is_file())
 
 
-def run(frames: list[int] | None = None) -> dict:
+ROOT_DEP = "      - ${egohumans.fetch.path}   # (bench: the data root walked, as before)\n"
+
+
+def downloaded_copies(folder: Path, files: int) -> dict[str, Path]:
+    """Two copies of this workspace whose EgoHumans data root (``external/egohumans``, not a DVC output) holds
+    ``files`` files, all pinned, reproduced: one as this dvc.yaml has it, one with the root as fetch's dep."""
+    from egoeval.io import write_manifest
+
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    sample = ROOT / params["egohumans"]["fetch"]["path"]
+    data = folder / f"root-{files}"
+    shutil.copytree(sample, data)
+    frames = sorted(data.rglob("*.jpg"))
+    have = sum(1 for path in data.rglob("*") if path.is_file())
+    for i in range(max(0, files - have - 1)):  # hard links (DVC stats each as a file of its own), spread over frames
+        extra = data / "unreferenced" / f"camera{i // 1000:03d}" / f"{i:06d}.jpg"
+        extra.parent.mkdir(parents=True, exist_ok=True)
+        os.link(frames[i % len(frames)], extra)
+    names = sorted(
+        p.relative_to(data).as_posix() for p in data.rglob("*") if p.is_file() and p.name != "manifest.sha256"
+    )
+    write_manifest(data / "manifest.sha256", data, names)
+    copies = {}
+    for variant in ("manifest", "root"):
+        copy = folder / f"download-{files}-{variant}"
+        shutil.copytree(ROOT, copy, symlinks=True, ignore=shutil.ignore_patterns(".venv"))
+        (copy / ".venv").symlink_to(ROOT / ".venv")
+        shutil.copytree(data, copy / "external/egohumans", copy_function=os.link)  # a folder of its own, hard links
+        fetch = params["egohumans"]["fetch"] | {"source": "local", "path": "external/egohumans"}
+        fetch["manifest"] = "external/egohumans/manifest.sha256"
+        changed = params | {"egohumans": params["egohumans"] | {"fetch": fetch}}
+        (copy / "params.yaml").write_text(yaml.safe_dump(changed, sort_keys=False))
+        if variant == "root":
+            text = (copy / "dvc.yaml").read_text()
+            anchor = "      - ${egohumans.fetch.manifest}   # stands for the data root"
+            (copy / "dvc.yaml").write_text(text.replace(anchor, ROOT_DEP + anchor, 1))
+        subprocess.run([DVC, "repro", "-q"], cwd=copy, env=ENV, check=True)
+        copies[variant] = copy
+    return copies
+
+
+def run(frames: list[int] | None = None, root_files: list[int] | None = None) -> dict:
     stages = len(pipeline_stages(ROOT))
     with tempfile.TemporaryDirectory() as tmp:
         bare = bare_project(Path(tmp), stages)
@@ -73,6 +119,10 @@ def run(frames: list[int] | None = None) -> dict:
         for count in frames or []:
             copy, files = grown_copy(Path(tmp), count)
             roots[f"this workspace, {count} frames per sequence ({files} files in the data root)"] = copy
+        for files in root_files or []:
+            copies = downloaded_copies(Path(tmp), files)
+            roots[f"a downloaded data root of {files} files, fetch on the manifest (now)"] = copies["manifest"]
+            roots[f"a downloaded data root of {files} files, fetch on the root (before)"] = copies["root"]
         times: dict[str, list[float]] = {label: [] for label in roots}
         for _ in range(ROUNDS):
             for label, root in roots.items():
@@ -91,4 +141,6 @@ def run(frames: list[int] | None = None) -> dict:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--frames", type=int, nargs="*", default=[], help="also time grown copies (frames/sequence)")
-    run(parser.parse_args().frames)
+    parser.add_argument("--root-files", type=int, nargs="*", default=[], help="also time downloaded data roots")
+    arguments = parser.parse_args()
+    run(arguments.frames, arguments.root_files)

@@ -18,6 +18,7 @@ BENCHES = [
     "bench.cli_help",
     "bench.audit",
     "bench.dvc_noop",
+    "bench.scale_out",
 ]
 
 

@@ -38,7 +38,15 @@ from typing import Any
 import yaml
 
 from egoeval.benchmarks import registry
-from egoeval.cache import CACHE_DIR_ENV, CACHE_FILE, CACHE_MISS, CACHE_ONLY_ENV, ResponseCache, cache_file
+from egoeval.cache import (
+    ANSWER_META,
+    CACHE_DIR_ENV,
+    CACHE_FILE,
+    CACHE_MISS,
+    CACHE_ONLY_ENV,
+    ResponseCache,
+    cache_file,
+)
 from egoeval.errors import InputError
 from egoeval.findings import Findings, compare_numbers
 from egoeval.io import flatten_dotted
@@ -247,12 +255,25 @@ def gather_answers(root: Path, objects: Path, folder: Path, findings: Findings) 
             table = pd.read_parquet(blob)
             if "request_key" in table:
                 answered = table[(table["error"] == "") & (table["request_key"] != "")]
-                served = answered["served_model"] if "served_model" in answered else pd.Series("", answered.index)
-                for name, group in answered.groupby(served, sort=True):  # the served model travels with its answers
-                    pairs = zip(group["request_key"], group[column], strict=True)
-                    from_outputs += cache.seed(pairs, {"source": f"pinned {path}", "served_model": str(name)})
+                recorded = [name for name in ANSWER_META if name in answered]  # they travel with their answers
+                source = {"source": f"pinned {path}"}
+                rows = answered[["request_key", column, *recorded]].itertuples(index=False, name=None)
+                from_outputs += cache.seed(
+                    (key, response, source | _meta(recorded, values)) for key, response, *values in rows
+                )
     findings.note(f"model answers: {from_local} from the local response cache, {from_outputs} more from pinned outputs")
     return unpulled
+
+
+def _meta(names: list[str], values: list[Any]) -> dict[str, Any]:
+    """An answer's recorded meta as the response cache stores it (plain JSON values; a missing value left out)."""
+    import pandas as pd
+
+    return {
+        name: value.item() if hasattr(value, "item") else value
+        for name, value in zip(names, values, strict=True)
+        if not pd.isna(value)
+    }
 
 
 # -------------------------------------------------------------------------------------------- 3. the comparisons

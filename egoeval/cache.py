@@ -26,6 +26,7 @@ CACHE_DIR_ENV = "EGOEVAL_CACHE_DIR"  # overrides params' cache_dir (e.g. the aud
 CACHE_ONLY_ENV = "EGOEVAL_CACHE_ONLY"  # "1": answer from the cache only; a miss is an error, nothing is sent
 CACHE_MISS = "not in the response cache"  # how a cache-only call says it found no answer
 CACHE_FILE = "responses.sqlite"  # in the cache folder; one file for every stage that calls a model
+ANSWER_META = ("served_model", "prompt_tokens", "completion_tokens")  # a reply's meta an output records beside it
 
 
 def cache_dir(configured: str | os.PathLike[str]) -> Path:
@@ -170,9 +171,10 @@ class ResponseCache:
         stored = self.entry(key)
         return (response, meta) if stored is None else stored
 
-    def seed(self, answers: Iterable[tuple[str, str]], meta: dict[str, Any]) -> int:
-        """Store ``(key, response)`` pairs not yet stored (a key keeps its first value); returns how many were new."""
-        rows = [(key, response, json.dumps(meta, sort_keys=True), time.time()) for key, response in answers]
+    def seed(self, answers: Iterable[tuple[str, str, dict[str, Any]]]) -> int:
+        """Store ``(key, response, meta)`` answers not yet stored (a key keeps its first value); returns how many
+        were new."""
+        rows = [(key, response, json.dumps(meta, sort_keys=True), time.time()) for key, response, meta in answers]
         with self._write_lock, self._named():
             connection = self._connection()
             before = connection.total_changes

@@ -569,11 +569,7 @@ def write_manifest(path: str | os.PathLike[str], root: str | os.PathLike[str], n
 def read_pinned(path: str | os.PathLike[str], sha256: str) -> bytes:
     """A file's bytes, checked against the sha256 it was pinned with: InputError naming the file when they differ
     (it changed after the manifest was written) or it cannot be read."""
-    input_size(path)
-    try:
-        data = Path(path).read_bytes()
-    except OSError as error:
-        raise InputError(path, f"cannot read: {error.strerror}") from None
+    data = read_bounded(path)
     actual = hashlib.sha256(data).hexdigest()
     if actual != sha256:
         raise InputError(

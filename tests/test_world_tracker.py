@@ -20,9 +20,8 @@ from egoeval.egohumans.formats import ROOT_COLUMNS, read_det_txt, read_detection
 from egoeval.egohumans.settings import TrackerConfig, packaged_trackers
 from egoeval.egohumans.trackers.egomotion import CameraPose
 from egoeval.egohumans.trackers.world import RootFilter
-from egoeval.egohumans.tracking import track, track_sequence
+from egoeval.egohumans.tracking import track_sequence
 from egoeval.errors import InputError, ParamsError
-from egoeval.io import write_parquet
 from egoeval.settings import validate_params
 
 REPO = Path(__file__).resolve().parents[1]
@@ -107,17 +106,6 @@ def test_without_roots_it_is_the_egomotion_tracker() -> None:
     world = track_sequence(trackers["world"], rootless, 60, cameras=cameras)
     ego = track_sequence(trackers["egomotion"], rootless, 60, cameras=cameras)
     pd.testing.assert_frame_equal(world, ego)
-
-
-@pytest.mark.bad_input
-def test_detections_without_roots_are_refused_by_name(tmp_path: Path) -> None:
-    fetched = tmp_path / "fetched"
-    fetched.mkdir()
-    (fetched / "sequences.json").write_text(json.dumps({"sequences": [{"name": "s", "length": 2}]}))
-    rows = pd.DataFrame({"sequence": ["s"], "frame": [1], "x": [1.0], "y": [1.0], "w": [5.0], "h": [9.0]})
-    write_parquet(tmp_path / "gt.parquet", rows.assign(score=1.0))
-    with pytest.raises(InputError, match=r"gt\.parquet.*world tracker \(w\) needs 3D roots"):
-        track("w", TrackerConfig(**packaged_trackers()["world"]), tmp_path / "gt.parquet", fetched, tmp_path / "tracks")
 
 
 @pytest.mark.bad_input

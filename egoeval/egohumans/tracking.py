@@ -5,10 +5,12 @@ The tracker gets the boxes frame by frame (every frame of the sequence, empty on
 (``gmc_method`` other than ``none``, BoT-SORT and the others that have it) gets each frame's image, read from the
 fetched frames; appearance ReID (``with_reid``) is refused by the settings: it would need a model download.
 egoeval's own trackers (``egomotion``: the head rotation; ``world``: a Kalman filter on 3D roots in the world frame)
-read each frame's camera pose from fetch's images table. A fresh tracker per sequence; track ids start at 1;
-``multiview`` tracks each take's sequences at once (egoeval.egohumans.trackers.multiview). Each run folder also holds
-``world.parquet``: the world point of every box that has one (its detection's root; the multi-view tracker's fused
-root), which the MOTChallenge files leave at ``-1, -1, -1`` (TrackEval reads that column as the class).
+read each frame's camera pose from fetch's images table; detections without metric roots (every mode but the user's
+own ``file`` detections) leave the world tracker following the head rotation, as ``egomotion``. A fresh tracker per
+sequence; track ids start at 1; ``multiview`` tracks each take's sequences at once
+(egoeval.egohumans.trackers.multiview). Each run folder also holds ``world.parquet``: the world point of every box
+that has one (its detection's root; the multi-view tracker's fused root), which the MOTChallenge files leave at
+``-1, -1, -1`` (TrackEval reads that column as the class).
 """
 
 from __future__ import annotations
@@ -176,12 +178,6 @@ def track(name: str, config: TrackerConfig, detections_path: Path, fetched: Path
     unknown = sorted(set(detections["sequence"]) - {s["name"] for s in sequences})
     if unknown:
         raise InputError(detections_path, f"detections for sequences not in {sequences_path}: {unknown}")
-    if config.tracker_type == "world" and len(detections) and detections[ROOT_COLUMNS].isna().all().all():
-        raise InputError(
-            detections_path,
-            f"the world tracker ({name}) needs 3D roots and these detections carry none: use detections with roots "
-            "(the released pickle's roots_3d, det.txt's world x, y, z) or leave it out of egohumans.track.trackers",
-        )
     cameras: dict[str, dict[int, CameraPose]] = {}
     if uses_cameras(config):
         columns = ["sequence", "frame", "extrinsics", "calib_intrinsics", "camera_model"]

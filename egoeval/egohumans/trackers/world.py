@@ -1,7 +1,8 @@
 """World-frame tracking, EgoHumans' SimpleBaseline idea: a Kalman filter on each person's 3D root in world coordinates.
 
-Where the detections carry 3D roots (the released pickle's ``roots_3d``, the world columns of det.txt, a detector
-with depth), a person standing still stays still in the world however the head turns or the wearer walks. Each
+Where the detections carry metric 3D roots (the user's own: the world columns of det.txt, a detector with depth;
+never the released pickle's ``roots_3d``, which hold a pixel and a relative depth), a person standing still stays
+still in the world however the head turns or the wearer walks. Each
 track keeps a constant-velocity Kalman filter on its root (x, y, z and their velocities, metres and metres per
 frame). Before association its box is placed where the predicted root projects in the current camera (the full
 pose: rotation and translation), at the height its depth implies, keeping the box's offset from the projected root;

@@ -7,6 +7,7 @@ import io
 import json
 import os
 import pickle
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -59,6 +60,19 @@ FRAMES = "synthetic/*/ego/aria01/images/rgb/*.jpg"
 VIEWS = SMALL["people"] + SMALL["exo_cameras"]
 TRACKS = "data/egohumans/tracks"
 TRANSFORMS = "colmap/workplace/colmap_from_aria_transforms.pkl"
+# what the official conversion (tools/create_benchmark/coco_video_format.py, coco_add_to) writes per image and box
+OFFICIAL_IMAGE_KEYS = {"file_name", "height", "width", "id", "video_id", "frame_id", "extrinsics", "depth_path"}
+OFFICIAL_ANNOTATION_KEYS = {"id", "image_id", "video_id", "category_id", "instance_id", "bbox", "area", "occluded"}
+OFFICIAL_ANNOTATION_KEYS |= {"truncated", "iscrowd", "ignore", "is_vid_train_frame", "visibility", "human_name"}
+OFFICIAL_ANNOTATION_KEYS |= {"camera_name", "camera_mode", "time_stamp"}
+# the download's files (assets/DOWNLOAD.md: colmap, ego/ariaXX/{calib, images/rgb}, exo/camXX/images,
+# processed_data/fit_poses3d; COCO_VIDEO.md: the benchmark annotation and pickles), the user's detections, the manifest
+DOWNLOAD_LAYOUT = re.compile(
+    r"^(synthetic/\d{3}_synthetic/(colmap/workplace/[^/]+|ego/aria\d\d/(calib/\d{5}\.txt|images/rgb/\d{5}\.jpg)"
+    r"|exo/cam\d\d/images/\d{5}\.jpg|processed_data/fit_poses3d/\d{5}\.npy)"
+    r"|benchmark/sample/all/coco_track/(tracking_(ego_rgb|exo)\.json|detections_(ego_rgb|exo)\.pkl)"
+    r"|detections/(simulated\.pkl|det/[^/]+\.txt)|manifest\.sha256)$"
+)
 
 
 def _tree(root: Path) -> dict[str, str]:
@@ -160,6 +174,11 @@ def test_sample_content(pipeline: Path) -> None:
     assert not (anns["camera_name"] == anns["human_name"]).any()  # nobody sees themselves
     # nothing the official conversion does not write: every box visibility 1.0, no occlusion or truncation flags
     assert (anns["visibility"] == 1.0).all() and not anns["occluded"].any() and not anns["truncated"].any()
+    for key, fields in (("images", OFFICIAL_IMAGE_KEYS), ("annotations", OFFICIAL_ANNOTATION_KEYS)):
+        assert set().union(*(set(record) for record in doc[key] + exo[key])) <= fields, key
+    # and no file the download lacks (assets/DOWNLOAD.md, COCO_VIDEO.md) but the user's own detector's
+    files = [p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()]
+    assert [name for name in files if not DOWNLOAD_LAYOUT.match(name)] == []
     reentries = 0
     for gt in annotation.ground_truth.values():
         for _, track_rows in gt.groupby("id"):

@@ -847,3 +847,12 @@ def test_official_and_gt_modes_track_alike_on_an_official_conversion(pipeline: P
     assert sorted(same) == sorted(official_ends)
     off = np.concatenate([official_ends[name][0] - same[name][0] for name in same])
     assert (off[:, [0, 1, 4]] == 0).all() and np.isin(off[:, 2:4], [0.0, 1.0]).all() and off[:, 2:4].any()
+
+
+def test_the_track_stage_reads_no_ground_truth() -> None:
+    """The track stage's declared inputs (tests/test_dvc_deps.py holds them to what it really reads) name no ground
+    truth: neither fetch's gt/ nor its world_roots.parquet (fit_poses3d), nor the fetched folder as a whole; ground
+    truth reaches a tracker only as mode gt's boxes, through the detect stage."""
+    stage = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]["egohumans_track"]
+    fetched = [dep for dep in stage["deps"] if dep.startswith("data/egohumans/fetched")]
+    assert fetched == ["data/egohumans/fetched/sequences.json", "data/egohumans/fetched/images.parquet"]

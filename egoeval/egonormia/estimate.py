@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import io
 import math
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -110,7 +111,7 @@ def _mean(values: list[float]) -> float | None:
 def estimate(root: Path = Path(".")) -> list[dict[str, Any]]:
     """One row per model and setting: calls (new, cached), expected prompt and completion tokens of the new calls,
     and their cost at the model's price (None without one)."""
-    from egoeval.backends.client import token_cost
+    from egoeval.backends.client import CallUsage, token_cost
     from egoeval.egonormia.inference import inference_inputs, run_inference
 
     inputs = inference_inputs(root)
@@ -131,9 +132,10 @@ def estimate(root: Path = Path(".")) -> list[dict[str, Any]]:
             meta = client.cached.get(row.request_key)
             if meta is not None:
                 prompt, completion = measured.setdefault((row.setting, row.subtask), ([], []))
-                for name, into in (("prompt_tokens", prompt), ("completion_tokens", completion)):
-                    if isinstance(meta.get(name), int):
-                        into.append(meta[name])
+                usage = CallUsage.from_meta(meta)  # the counts the response cache holds, checked
+                for value, into in ((usage.prompt_tokens, prompt), (usage.completion_tokens, completion)):
+                    if value is not None:
+                        into.append(value)
         for setting, group in mine.groupby("setting", sort=True):
             new = group[group["request_key"].isin(client.missed)]
             prompt_tokens = completion_tokens = 0.0
@@ -190,7 +192,12 @@ def main(argv: list[str] | None = None) -> int:
     from egoeval.stage import run_stage
 
     def body() -> None:
+        from egoeval.backends.usage import DROPPED
+
         rows = estimate()
         print(json_bytes(rows).decode() if args.json else format_estimate(rows))
+        dropped = DROPPED.take()
+        if dropped:
+            print(f"estimate: warning: {dropped}", file=sys.stderr)
 
     return run_stage(body, benchmark="egonormia")

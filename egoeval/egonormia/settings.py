@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, model_validator
 
 from egoeval.egonormia.result_names import results_key
+from egoeval.headline import file_stem, stem_clashes
 from egoeval.settings import BootstrapSettings, Fraction, NonEmptyStr, Seconds, Section, Seed, unique_list
 
 Setting = Literal["blind", "pipeline", "video"]
@@ -188,6 +189,12 @@ class EgoNormiaSettings(Section):
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
             raise ValueError(f"model names must be unique across model and baselines; {twice[0]!r} appears twice")
+        for one, other in stem_clashes(names):  # the score stage would stop after every call was paid for
+            raise ValueError(
+                f"model names {one!r} and {other!r} would share one headline file ({file_stem(one)}.json, "
+                "egoeval.headline: a name's characters a file name cannot hold are replaced, and case may not tell "
+                "files apart); rename one"
+            )
         for setting in self.infer.settings:  # the official results' name of every run, before any call is paid for
             for name in names:
                 results_key(setting, name)

@@ -24,9 +24,10 @@ from egoeval.egohumans.artifacts import GT_DIR, IMAGES, METRICS_FILE, PAIRED_FIL
 from egoeval.egohumans.disagreement import Disagreement, match_frame, most_disputed
 from egoeval.egohumans.published import PublishedTable, mismatch, read_published
 from egoeval.errors import InputError
-from egoeval.io import data_roots, inside, read_json, read_parquet, read_pinned
+from egoeval.io import data_roots, inside, read_parquet, read_pinned
 from egoeval.markup import data_uri, esc, fmt, paired_table, table
 from egoeval.paired import read_paired
+from egoeval.reported import read_metrics
 from egoeval.tracking.mot import read_mot, read_mot_folder
 
 TRACKING_METRICS = ("IDF1", "MOTA", "HOTA")
@@ -245,7 +246,7 @@ def paired_section(paired: pd.DataFrame, protocol: str, confidence: float) -> st
 def report(root: Path, settings: Any) -> ReportPart:
     """EgoHumans' sections for the workspace at ``root`` (``settings``: the validated params.yaml)."""
     params = settings.egohumans
-    metrics = read_json(root / METRICS_FILE)
+    metrics = read_metrics(root / METRICS_FILE, crossview.check_metrics_shape)
     runs = _runs(metrics, params.track.trackers, params.detect.modes)
     published = read_published(root / params.compare.published_file)
     frames = disagreement_section(

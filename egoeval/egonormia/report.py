@@ -39,6 +39,7 @@ from egoeval.egonormia.paired import recorded_protocols
 from egoeval.egonormia.published import (
     PUBLISHED_PROTOCOL,
     RANKED_BY,
+    check_metrics_shape,
     load_published,
     mismatch,
     our_rows,
@@ -47,9 +48,10 @@ from egoeval.egonormia.published import (
     source_of,
 )
 from egoeval.errors import InputError
-from egoeval.io import read_csv, read_json, read_parquet
+from egoeval.io import read_csv, read_parquet
 from egoeval.markup import data_uri, esc, fmt, paired_table, table
 from egoeval.paired import read_paired
+from egoeval.reported import read_metrics
 
 METRICS = ("both", "action", "justification", "sensible_iou")  # in the leaderboard's order
 METRIC_NAMES = {"both": "both", "action": "action", "justification": "justification", "sensible_iou": "sensible IoU"}
@@ -400,7 +402,7 @@ def report(root: Path, settings: Any) -> ReportPart:
     params = settings.egonormia
     if not (root / CATEGORIES_FILE).is_file():
         raise InputError(root / CATEGORIES_FILE, "file not found (run the stages before this one)")
-    metrics = read_json(root / METRICS_FILE)
+    metrics = read_metrics(root / METRICS_FILE, check_metrics_shape)
     protocols = recorded_protocols(metrics)
     shown = (params.fetch.dataset, params.score.confidence)
     sections = [

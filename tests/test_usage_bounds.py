@@ -105,3 +105,6 @@ def test_usage_out_of_bounds_from_the_endpoint_and_the_cache_is_dropped_and_said
     out, err = capsys.readouterr()
     assert "Traceback" not in err and "inf" not in out.lower().replace("infer", "")
     assert "estimate: warning: dropped" in err and "from the response cache" in err
+    cached = {setting: int(n) for setting, n in responses.groupby("setting")["response"].count().items()}
+    for setting, n in cached.items():  # every cached call's usage was dropped: the estimate says so
+        assert f"note: keyed-vlm {setting}: {n:,} of the {n:,} cached calls reported no usage" in out, out

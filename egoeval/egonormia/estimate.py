@@ -128,11 +128,14 @@ def estimate(root: Path = Path(".")) -> list[dict[str, Any]]:
     for model, client in zip(inputs.models, clients, strict=True):
         mine = rows[rows["model"] == model.name]
         measured: dict[tuple[str, str], tuple[list[float], list[float]]] = {}
+        unmeasured: dict[str, set[str]] = {}  # setting -> cached calls whose reply reported no usage
         for row in mine.itertuples(index=False):
             meta = client.cached.get(row.request_key)
             if meta is not None:
                 prompt, completion = measured.setdefault((row.setting, row.subtask), ([], []))
                 usage = CallUsage.from_meta(meta)  # the counts the response cache holds, checked
+                if usage.prompt_tokens is None or usage.completion_tokens is None:
+                    unmeasured.setdefault(str(row.setting), set()).add(row.request_key)
                 for value, into in ((usage.prompt_tokens, prompt), (usage.completion_tokens, completion)):
                     if value is not None:
                         into.append(value)
@@ -151,6 +154,7 @@ def estimate(root: Path = Path(".")) -> list[dict[str, Any]]:
                     "calls": len(group),
                     "new": len(new),
                     "cached": len(group) - len(new),
+                    "cached_without_usage": len(unmeasured.get(str(setting), ())),
                     "prompt_tokens": round(prompt_tokens),
                     "completion_tokens": round(completion_tokens),
                     "cost_usd": None
@@ -181,7 +185,14 @@ def format_estimate(rows: list[dict[str, Any]]) -> str:
     total = ("total", "", *(f"{sum(r[k] for r in rows):,}" for k in ("calls", "new", "cached", "prompt_tokens")))
     lines.append((*total, f"{sum(r['completion_tokens'] for r in rows):,}", f"{sum(costs):.4f}" if costs else "-"))
     widths = [max(len(str(line[i])) for line in lines) for i in range(len(header))]
-    return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(line, widths, strict=True)) for line in lines)
+    notes = [
+        f"note: {r['model']} {r['setting']}: {r['cached_without_usage']:,} of the {r['cached']:,} cached calls "
+        "reported no usage (their tokens are not measured; new calls are estimated from the others or by rule)"
+        for r in rows
+        if r.get("cached_without_usage")
+    ]
+    table = ["  ".join(str(c).ljust(w) for c, w in zip(line, widths, strict=True)) for line in lines]
+    return "\n".join(table + notes)
 
 
 def main(argv: list[str] | None = None) -> int:

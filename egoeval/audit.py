@@ -59,6 +59,7 @@ from egoeval.pipeline import (
     read_lock,
     with_upstream,
 )
+from egoeval.reported import read_metrics
 from egoeval.stage import command_env, help_text
 
 # ------------------------------------------------------------------------------------ 1. the workspace vs dvc.lock
@@ -326,6 +327,7 @@ def audit(
     """Check the workspace, re-derive what the reports need, compare each report; the findings say what differs."""
     if not (math.isfinite(tolerance) and tolerance >= 0):
         raise ValueError(f"tolerance must be a finite number >= 0, got {tolerance!r}")
+    read_lock(root)  # a truncated dvc.lock is named here, not in a DVC traceback
     try:
         stages = pipeline_stages(root)
     except InputError:
@@ -333,6 +335,8 @@ def audit(
             read_report(path)
         raise
     files = benchmark_metrics(stages)  # benchmark -> its metrics files, as dvc.yaml declares them
+    for path in paths:
+        _not_a_headline_row(path, root, files)
     current = {name: _load_metrics(root, paths_) for name, paths_ in files.items()}
     reports = [read_report(path, current) for path in paths]
     findings = Findings()
@@ -373,9 +377,23 @@ def audit(
     return findings
 
 
+def _not_a_headline_row(path: Path, root: Path, files: dict[str, list[str]]) -> None:
+    """A headline row (``metrics/<benchmark>/.../<row>.json``, egoeval.headline) holds a handful of one row's
+    numbers, not what the audit re-derives: name the full metrics file to audit instead."""
+    for metrics in (name for names in files.values() for name in names):
+        rows = (root / metrics).with_suffix("")
+        if path.resolve().is_relative_to(rows.resolve()) and path.resolve() != rows.resolve():
+            raise InputError(
+                path,
+                f"a headline row of `dvc metrics show` (egoeval.headline), not a metrics file: audit the full "
+                f"metrics file instead: egoeval audit {metrics}",
+            )
+
+
 def _load_metrics(root: Path, paths: list[str]) -> Any:
-    """A benchmark's metrics: its one file's content (``{}`` when absent), or ``{file stem: content}`` for several."""
-    contents = {Path(path).stem: json.loads((root / path).read_text()) for path in paths if (root / path).is_file()}
+    """A benchmark's metrics: its one file's content (``{}`` when absent), or ``{file stem: content}`` for several;
+    each read as an input (``egoeval.reported.read_metrics``: every value checked)."""
+    contents = {Path(path).stem: read_metrics(root / path) for path in paths if (root / path).is_file()}
     if len(paths) == 1:
         return next(iter(contents.values()), {})
     return contents

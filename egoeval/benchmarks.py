@@ -75,6 +75,10 @@ class Benchmark:
         """``egoeval compare``: our numbers beside the published ones, as text."""
         return f"no published numbers are bundled for {self.title}"
 
+    def check_metrics(self, metrics: Any, path: Path) -> None:
+        """Raise InputError naming ``path`` and the key where its metrics file (already checked value by value:
+        ``egoeval.reported.read_metrics``) is not of the shape its readers need."""
+
     def answer_outputs(self) -> list[AnswerOutput]:
         """Its outputs that record model answers with their request keys (the audit replays them)."""
         return []

@@ -13,6 +13,7 @@ from pathlib import Path
 from egoeval.benchmarks import Benchmark, registry
 from egoeval.errors import InputError
 from egoeval.io import PARAMS_FILE, read_json
+from egoeval.reported import read_metrics
 from egoeval.stage import help_text
 
 
@@ -46,11 +47,12 @@ def main(argv: list[str] | None = None) -> int:
     if path is None:  # --help, or no file: every benchmark's options are shown
         _parser(list(registry().values())).parse_args(argv)
     try:
-        metrics = read_json(path)
+        read_json(path)  # an unreadable file is said before anything else
         name = benchmark_of(path)
         own = registry().get(name)
         if own is None:
             raise InputError(path, f"no published numbers for benchmark {name!r} (known: {sorted(registry())})")
+        metrics = read_metrics(path, own.check_metrics)  # an input like any other: every value checked
         parser = _parser([own])
         args, unknown = parser.parse_known_args(argv)
         if unknown:

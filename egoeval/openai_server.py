@@ -90,6 +90,7 @@ class Served:
     content: str | None
     refusal: str | None = None
     finish_reason: str = "stop"
+    usage: Mapping[str, Any] | None = None  # the ``usage`` the reply reports instead of the counted one ({}: none)
 
 
 class Fault(Exception):
@@ -423,6 +424,8 @@ def _completion(model: str, reply: Served, prompt_tokens: int | None = None) -> 
     if prompt_tokens is not None:
         completion_tokens = -(-len(reply.content or "") // 4)
         usage = {"usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}}
+    if reply.usage is not None:
+        usage = {"usage": dict(reply.usage)} if reply.usage else {}
     return usage | {
         "id": "chatcmpl-test",
         "object": "chat.completion",

@@ -5,11 +5,15 @@ a published figure within a tolerance (the audit, ``egoeval compare``).
 
 from __future__ import annotations
 
+import json
 import math
+import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from egoeval.errors import InputError
 from egoeval.io import read_json
 
 INTERVAL_KEY = "ci95"  # a bootstrap interval [low, high]
@@ -36,6 +40,54 @@ class MetricChange:
     @property
     def delta(self) -> float | None:
         return None if self.old is None or self.new is None else self.new.value - self.old.value
+
+
+TEXT_KEYS = frozenset({"protocol", "dataset", "split", "set", "detections", "ids"})  # the text a metrics file holds
+TEXT_LIST_KEYS = frozenset({"modality"})  # and its lists of text
+
+
+def check_metric_values(data: Any, path: str | os.PathLike[str]) -> None:
+    """A metrics file is an input of the report, ``egoeval compare`` and the audit: every value must be what a
+    metrics file holds (a finite number, null, true/false, text under ``TEXT_KEYS``, a ``[low, high]`` interval under
+    ``ci95``, a list of text under ``TEXT_LIST_KEYS``, an object of those); else InputError naming the file and the
+    key (slash-joined)."""
+
+    def walk(value: Any, keys: tuple[str, ...]) -> None:
+        where = "/".join(keys) or "the top level"
+        if isinstance(value, dict):
+            for key, child in value.items():
+                walk(child, (*keys, str(key)))
+        elif isinstance(value, list):
+            if INTERVAL_KEY in keys[-2:]:
+                ok = len(value) == 2 and all(v is None or _number(v) for v in value)
+                if not ok:
+                    raise InputError(path, f"key {where}: an interval must be [low, high], got {_shown(value)}")
+            elif not (keys and keys[-1] in TEXT_LIST_KEYS and all(isinstance(v, str) for v in value)):
+                raise InputError(path, f"key {where}: a list where a number is expected: {_shown(value)}")
+        elif isinstance(value, str):
+            if not (keys and keys[-1] in TEXT_KEYS):
+                raise InputError(path, f"key {where}: {_shown(value)} is not a number")
+        elif not (value is None or isinstance(value, bool) or _number(value)):
+            raise InputError(path, f"key {where}: {_shown(value)} is not a finite number")
+
+    if not isinstance(data, dict):
+        raise InputError(path, "a metrics file is a JSON object")
+    walk(data, ())
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value) if not isinstance(value, float) else repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def read_metrics(path: str | os.PathLike[str], check: Callable[[Any, Path], None] | None = None) -> Any:
+    """A metrics JSON read as an input: bounded (``read_json``), every value checked (``check_metric_values``) and,
+    with ``check``, its benchmark's shape (``Benchmark.check_metrics``); InputError naming the file and key."""
+    data = read_json(path)
+    check_metric_values(data, path)
+    if check is not None:
+        check(data, Path(path))
+    return data
 
 
 def _number(value: Any) -> bool:

@@ -27,6 +27,7 @@ from egoeval.backends import (
     request_key,
 )
 from egoeval.backends.limiter import AdaptiveLimiter, call_with_retries
+from egoeval.backends.usage import usage_counts
 from egoeval.cache import CACHE_MISS, ResponseCache
 from egoeval.errors import Interrupted
 
@@ -66,11 +67,8 @@ class CallUsage:
 
     @classmethod
     def from_meta(cls, meta: dict[str, Any]) -> CallUsage:
-        def count(name: str) -> int | None:
-            value = meta.get(name)
-            return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-        return cls(count("prompt_tokens"), count("completion_tokens"))
+        counts = usage_counts(meta, "the response cache")
+        return cls(counts.get("prompt_tokens"), counts.get("completion_tokens"))
 
 
 @dataclass(frozen=True)
@@ -118,6 +116,7 @@ class ModelClient:
         self.latencies: list[float] = []  # seconds per completed call that reached the backend, retries included
         self.prompt_tokens = 0  # the endpoint's ``usage`` summed over this run's answered calls
         self.completion_tokens = 0
+        self.without_usage = 0  # this run's answered calls whose reply reported no (believable) usage
         self.served: Counter[str] = Counter()  # the model each reply (sent or cached) names as serving it
         self._batched: set[str] = set()  # keys answered through the Batch API this run: sent, not cache hits
         self._first: list[str] = []  # per call of the first FIRST_CALLS: the kind of its rejection, "" if none
@@ -183,6 +182,7 @@ class ModelClient:
         with self._lock:
             self.prompt_tokens += reply.prompt_tokens or 0
             self.completion_tokens += reply.completion_tokens or 0
+            self.without_usage += reply.prompt_tokens is None or reply.completion_tokens is None
         meta = {
             "backend": self.backend.name,
             "model": self.backend.model,
@@ -207,6 +207,7 @@ class ModelClient:
             self.calls += 1
             self.prompt_tokens += usage.prompt_tokens or 0
             self.completion_tokens += usage.completion_tokens or 0
+            self.without_usage += usage.prompt_tokens is None or usage.completion_tokens is None
 
     def _done(self, key: str, response: str, meta: dict[str, Any]) -> Completion:
         served = str(meta.get("served_model", ""))
@@ -230,16 +231,19 @@ class ModelClient:
 
     def ledger(self, price: tuple[float, float] | None = None) -> dict[str, Any]:
         """What this client's calls cost in this run: calls sent, cache hits, retries, the endpoint's ``usage``
-        tokens, latency p50 / p95 (seconds; None without calls) and, at ``price`` (USD per million prompt and
-        completion tokens), the cost."""
+        tokens and how many answered calls reported none, latency p50 / p95 (seconds; None without calls) and, at
+        ``price`` (USD per million prompt and completion tokens), the cost: a lower bound (``cost_is_lower_bound``)
+        when some calls reported no usage."""
         with self._lock:
             latencies = sorted(self.latencies)
             prompt, completion = self.prompt_tokens, self.completion_tokens
             entry: dict[str, Any] = {"calls": self.calls, "cache_hits": self.hits, "retries": self.retries}
-        entry |= {"prompt_tokens": prompt, "completion_tokens": completion}
+            without = self.without_usage
+        entry |= {"prompt_tokens": prompt, "completion_tokens": completion, "calls_without_usage": without}
         for name, q in (("latency_p50_s", 0.5), ("latency_p95_s", 0.95)):
             entry[name] = round(float(np.quantile(latencies, q)), 4) if latencies else None
         entry["cost_usd"] = None if price is None else token_cost(prompt, completion, price)
+        entry["cost_is_lower_bound"] = entry["cost_usd"] is not None and without > 0
         return entry
 
     def served_note(self) -> str | None:

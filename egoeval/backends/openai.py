@@ -46,6 +46,7 @@ from egoeval.backends.base import (
     TransientError,
     redact,
 )
+from egoeval.backends.usage import usage_counts
 
 OVERLOAD_STATUS = {429, 503, 529}  # the server says: slow down
 RETRY_STATUS = {408, 409, 425, 500, 502, 504} | OVERLOAD_STATUS
@@ -264,20 +265,10 @@ class _Answer:
         return None
 
 
-MAX_USAGE_TOKENS = 10**9  # a usage count beyond this is not believed
-
-
 def _usage(data: dict[str, Any]) -> tuple[int | None, int | None]:
     """(prompt_tokens, completion_tokens) of the reply's ``usage``, each None when absent or not a sane count."""
-    usage = data.get("usage")
-    usage = usage if isinstance(usage, dict) else {}
-
-    def count(name: str) -> int | None:
-        value = usage.get(name)
-        ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_USAGE_TOKENS
-        return value if ok else None
-
-    return count("prompt_tokens"), count("completion_tokens")
+    counts = usage_counts(data.get("usage"), "the endpoint")
+    return counts.get("prompt_tokens"), counts.get("completion_tokens")
 
 
 class OpenAIBackend(Backend):

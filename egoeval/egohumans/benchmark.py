@@ -31,6 +31,11 @@ class EgoHumans(Benchmark):
 
         return report(root, settings)
 
+    def check_metrics(self, metrics: Any, path: Path) -> None:
+        from egoeval.egohumans.crossview import check_metrics_shape
+
+        check_metrics_shape(metrics, path)
+
     def compare(self, metrics: Any, settings: Any, args: argparse.Namespace) -> str:
         from egoeval.egohumans.published import compare_published
 

@@ -118,6 +118,37 @@ def report_section(metrics: dict[str, Any], runs: list[str], distance_m: float) 
     )
 
 
+def check_metrics_shape(metrics: Any, path: Path) -> None:
+    """``metrics/egohumans.json`` as an input (the report, ``egoeval compare``): each run an object with its
+    ``COMBINED`` and ``sequences`` objects, a ``cross_view`` entry (where there is one) with ``ids`` and a
+    ``COMBINED`` whose ``camera`` is an object and ``world`` an object or null, each take's likewise; else
+    InputError naming the file and key. (The values themselves: ``egoeval.reported.check_metric_values``.)"""
+
+    def need(ok: bool, key: str, what: str) -> None:
+        if not ok:
+            raise InputError(path, f"key {key}: {what}")
+
+    def scores(entry: Any, key: str) -> None:
+        need(isinstance(entry, dict), key, "expected an object with camera and world")
+        need(isinstance(entry.get("camera"), dict), f"{key}/camera", "expected an object of multi-camera scores")
+        need(entry.get("world") is None or isinstance(entry["world"], dict), f"{key}/world", "an object or null")
+
+    for run, entry in metrics.items():
+        need(isinstance(entry, dict), run, "expected a run's entry (COMBINED, sequences, ...)")
+        for part in ("COMBINED", "sequences"):
+            need(isinstance(entry.get(part), dict), f"{run}/{part}", "missing or not an object")
+        cross = entry.get("cross_view")
+        if cross is None:
+            continue
+        need(isinstance(cross, dict), f"{run}/cross_view", "expected an object with ids, COMBINED and takes")
+        need(cross.get("ids") in ("global", "per camera"), f"{run}/cross_view/ids", "'global' or 'per camera'")
+        scores(cross.get("COMBINED"), f"{run}/cross_view/COMBINED")
+        takes = cross.get("takes", {})
+        need(isinstance(takes, dict), f"{run}/cross_view/takes", "expected an object of takes")
+        for take, scored in takes.items():
+            scores(scored, f"{run}/cross_view/takes/{take}")
+
+
 def compare_lines(metrics: dict[str, Any]) -> str:
     """The cross-view lines of ``egoeval compare``: our runs only (nothing published to stand beside)."""
     lines = ["\nAcross views (no published numbers exist for these metrics):"]

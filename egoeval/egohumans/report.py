@@ -22,11 +22,12 @@ from egoeval.charts import PALETTE, grouped_bars
 from egoeval.egohumans import crossview
 from egoeval.egohumans.artifacts import GT_DIR, IMAGES, METRICS_FILE, PAIRED_FILE, TRACKS
 from egoeval.egohumans.disagreement import Disagreement, match_frame, most_disputed
-from egoeval.egohumans.published import PublishedTable, read_published
+from egoeval.egohumans.published import PublishedTable, mismatch, read_published
 from egoeval.errors import InputError
-from egoeval.io import data_roots, inside, read_json, read_parquet, read_pinned
+from egoeval.io import data_roots, inside, read_parquet, read_pinned
 from egoeval.markup import data_uri, esc, fmt, paired_table, table
 from egoeval.paired import read_paired
+from egoeval.reported import read_metrics
 from egoeval.tracking.mot import read_mot, read_mot_folder
 
 TRACKING_METRICS = ("IDF1", "MOTA", "HOTA")
@@ -84,7 +85,21 @@ def tracking_section(
     )
     chart = grouped_bars(long, "metric", "sequence", "run", "value", "%", "egohumans-sequences")
     fields = [f for f in ("IDF1", "MOTA", "MOTP", "IDSW") if any(f in row for row in published.rows.values())]
-    beside = {row: [run for run, theirs in sorted(mapping.items()) if theirs == row] for row in published.rows}
+    apart = {run: mismatch(metrics.get(run, {}), published) for run in mapping}  # not the published data: why
+    beside = {
+        row: [run for run, theirs in sorted(mapping.items()) if theirs == row and not apart[run]]
+        for row in published.rows
+    }
+    apart_note = "".join(
+        f"<li><code>{esc(run)}</code> (mapped to {esc(mapping[run])}): {esc(why)}</li>"
+        for run, why in sorted(apart.items())
+        if why and run in metrics
+    )
+    apart_note = (
+        f'<h4 class="apart">Not beside the published figures, not ranked among them:</h4><ul>{apart_note}</ul>'
+        if apart_note
+        else ""
+    )
     published_rows = [
         [
             f'{esc(name)} <span class="tag">published</span>',
@@ -104,9 +119,11 @@ def tracking_section(
         f'the best of each row in bold. Protocol: {esc(_protocol(metrics, runs))}.</p><div class="tables">'
         f"{''.join(tables)}</div><figure>{chart}</figure>"
         f'<h3>Published</h3><p class="note">{esc(published.source)} (protocol {esc(published.protocol)}; '
-        f"<code>{esc(published.path)}</code>). Our runs are beside the rows <code>egohumans.compare.published</code> "
-        "maps them to; on the bundled sample that is a plumbing check, not a result.</p>"
-        f"{table(['published row', *fields, 'our runs beside it'], published_rows, 'published')}</section>"
+        f"<code>{esc(published.path)}</code>). Our runs stand beside the rows <code>egohumans.compare.published</code> "
+        "maps them to only where they scored the published data (the download's test set, ego_rgb, every sequence, "
+        "boxes from a detector) under its protocol; the bundled sample, a smoke run or ground-truth boxes stand "
+        f"apart.</p>{table(['published row', *fields, 'our runs beside it'], published_rows, 'published')}"
+        f"{apart_note}</section>"
     )
 
 
@@ -229,7 +246,7 @@ def paired_section(paired: pd.DataFrame, protocol: str, confidence: float) -> st
 def report(root: Path, settings: Any) -> ReportPart:
     """EgoHumans' sections for the workspace at ``root`` (``settings``: the validated params.yaml)."""
     params = settings.egohumans
-    metrics = read_json(root / METRICS_FILE)
+    metrics = read_metrics(root / METRICS_FILE, crossview.check_metrics_shape)
     runs = _runs(metrics, params.track.trackers, params.detect.modes)
     published = read_published(root / params.compare.published_file)
     frames = disagreement_section(

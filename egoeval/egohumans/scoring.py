@@ -63,17 +63,30 @@ def sequence_table(results: dict[str, dict[str, Any]]) -> pd.DataFrame:
     return table.sort_values(["run", "sequence"], kind="mergesort").reset_index(drop=True)
 
 
+def run_data(settings: EgoHumansSettings, run: str) -> dict[str, Any]:
+    """What data a run scored, as its metrics entry records it: dataset (``sample`` for the bundled sample), split
+    (the annotation's folder, ``all`` in the official layout), set (the folder above it: the benchmark's set, e.g.
+    ``test``), the modalities, the run's detection mode and, in a smoke run only, its limit. ``egoeval compare``
+    ranks a run beside the published table only when these are the published data's (``published.mismatch``)."""
+    fetch = settings.fetch
+    parents = PurePosixPath(fetch.annotation).parents
+    data: dict[str, Any] = {
+        "dataset": "sample" if fetch.source == "sample" else "egohumans",
+        "split": parents[1].name or ".",
+        "set": parents[2].name if len(parents) > 2 and parents[2].name else ".",
+        "modality": sorted([fetch.modality] if isinstance(fetch.modality, str) else fetch.modality),
+        "detections": run.rsplit("-", 1)[-1],
+    }
+    if fetch.limit is not None:
+        data["limit"] = {"sequences": fetch.limit}
+    return data
+
+
 def headline_rows(results: dict[str, dict[str, Any]], settings: EgoHumansSettings) -> dict[tuple[str], dict[str, Any]]:
     """(run,) -> the row ``dvc metrics show`` prints: combined IDF1, MOTA, HOTA with protocol, dataset (``sample``
     for the bundled sample), split (the annotation's folder, ``all`` in the official layout), n (sequences) and a
-    smoke run's limit."""
-    fetch = settings.fetch
-    about: dict[str, Any] = {
-        "dataset": "sample" if fetch.source == "sample" else "egohumans",
-        "split": PurePosixPath(fetch.annotation).parent.parent.name or ".",
-    }
-    if fetch.limit is not None:
-        about["limit"] = {"sequences": fetch.limit}
+    smoke run's limit (``run_data``)."""
+    about = {k: v for k, v in run_data(settings, "").items() if k in ("dataset", "split", "limit")}
     return {
         (run,): {
             "protocol": result["protocol"],

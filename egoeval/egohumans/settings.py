@@ -11,23 +11,25 @@ import yaml
 from pydantic import AfterValidator, ConfigDict, Field, field_validator, model_validator
 
 from egoeval.io import relative_path_problem
-from egoeval.settings import BootstrapSettings, Fraction, NonEmptyStr, NonNegativeInt, PositiveInt, Section, unique_list
+from egoeval.settings import BootstrapSettings, Fraction, NonEmptyStr, Section, Seed, unique_list
 
 DetectionMode = Literal["gt", "official", "file", "yolo"]
 Modality = Literal["ego_rgb", "ego_slam", "exo"]
+MAX_SEQUENCES = 100_000  # far above the EgoHumans download's (a few hundred camera sequences)
+MAX_FRAMES = 1_000_000  # frames a track's buffer may span: over nine hours at 30 fps
 
 
 class SampleSettings(Section):
     """``egohumans.sample``: the bundled synthetic multi-view takes."""
 
-    sequences: PositiveInt
-    frames: Annotated[int, Field(ge=2)]
+    sequences: Annotated[int, Field(ge=1, le=100)]
+    frames: Annotated[int, Field(ge=2, le=100_000)]
     fps: Annotated[int, Field(ge=1, le=240)]
-    width: Annotated[int, Field(ge=64)]
-    height: Annotated[int, Field(ge=64)]
-    people: Annotated[int, Field(ge=2)]  # everyone wears Aria glasses: one ego view each
-    exo_cameras: NonNegativeInt  # static secondary cameras
-    seed: NonNegativeInt
+    width: Annotated[int, Field(ge=64, le=4096)]
+    height: Annotated[int, Field(ge=64, le=4096)]
+    people: Annotated[int, Field(ge=2, le=64)]  # everyone wears Aria glasses: one ego view each
+    exo_cameras: Annotated[int, Field(ge=0, le=64)]  # static secondary cameras
+    seed: Seed
 
 
 class FetchSettings(Section):
@@ -42,7 +44,8 @@ class FetchSettings(Section):
     detections: NonEmptyStr | None  # detections the user brings (mode file), relative to the root
     duplicate_videos: Literal["error", "drop"]
     camera_model: Literal["aria_fisheye", "pinhole"]  # how the calibration's 15 intrinsics map rays to pixels
-    limit: PositiveInt | None = None  # a smoke run: the first N sequences by name (null: every one)
+    # a smoke run: the first N sequences by name (null: every one)
+    limit: Annotated[int, Field(ge=1, le=MAX_SEQUENCES)] | None = None
 
     @field_validator("manifest", mode="before")
     @classmethod
@@ -76,7 +79,7 @@ class DetectSettings(Section):
     yolo_weights: NonEmptyStr | None  # a local .pt file, or "arch-only" (the untrained yolo_model)
     yolo_model: Annotated[NonEmptyStr, AfterValidator(_architecture)]  # what yolo_weights: arch-only builds
     yolo_conf: Fraction
-    yolo_batch: PositiveInt
+    yolo_batch: Annotated[int, Field(ge=1, le=1024)]
     yolo_imgsz: Annotated[int, Field(ge=32, le=4096, multiple_of=32)]
 
 
@@ -95,8 +98,20 @@ def packaged_trackers() -> dict[str, dict[str, Any]]:
 
 # egoeval's own trackers (egoeval.egohumans.trackers), each with its YAML of defaults beside its module
 OWN_TRACKERS = sorted((Path(__file__).parent / "trackers").glob("*.yaml"))
-OWN_RANGES = {"root_noise": (0.0, 1.0), "walk_noise_m": (1e-6, 1.0), "gate_probability": (0.5, 0.999999)}
-OWN_RANGES |= {"size_noise": (0.01, 1.0), "person_height_m": (0.5, 2.5)}
+# The range of every number of a tracker's YAML beyond the shared keys TrackerConfig types: egoeval's own trackers'
+# and ultralytics' shares and similarities by name; any other is a frame count (an integer) or a weight, scale or
+# cost (a number; every packaged default lies in [0, 1.1]).
+EXTRA_RANGES = {"root_noise": (0.0, 1.0), "walk_noise_m": (1e-6, 1.0), "gate_probability": (0.5, 0.999999)}
+EXTRA_RANGES |= {"size_noise": (0.01, 1.0), "person_height_m": (0.5, 2.5)}
+EXTRA_RANGES |= {key: (0.0, 1.0) for key in ("proximity_thresh", "appearance_thresh", "alpha_fixed_emb")}
+EXTRA_INT_RANGE, EXTRA_FLOAT_RANGE = (0, MAX_FRAMES), (0.0, 10.0)
+
+
+def extra_range(key: str, default: float) -> tuple[float, float]:
+    """The bounds of a tracker YAML's number ``key`` (its packaged ``default`` tells an integer from a number)."""
+    return EXTRA_RANGES.get(key) or (EXTRA_INT_RANGE if isinstance(default, int) else EXTRA_FLOAT_RANGE)
+
+
 GMC_METHODS = ("none", "sparseOptFlow", "orb", "sift", "ecc")
 
 
@@ -114,7 +129,7 @@ class TrackerConfig(Section):
     track_high_thresh: Fraction
     track_low_thresh: Fraction
     new_track_thresh: Fraction
-    track_buffer: PositiveInt
+    track_buffer: Annotated[int, Field(ge=1, le=MAX_FRAMES)]
     match_thresh: Fraction
 
     @model_validator(mode="after")
@@ -148,9 +163,12 @@ class TrackerConfig(Section):
                 ok, what = isinstance(value, str), "a string"
             if not ok:
                 raise ValueError(f"{key} = {value!r}: must be {what} (as in {self.tracker_type}.yaml)")
-        for key, (low, high) in OWN_RANGES.items():
-            if key in extra and not low <= extra[key] <= high:
-                raise ValueError(f"{key} = {extra[key]!r}: must lie in [{low}, {high}]")
+        for key, value in extra.items():
+            default = defaults[key]
+            if isinstance(default, int | float) and not isinstance(default, bool):
+                low, high = extra_range(key, default)
+                if not low <= value <= high:  # NaN too
+                    raise ValueError(f"{key} = {value!r}: must lie in [{low}, {high}]")
         if "gmc_method" in extra and extra["gmc_method"] not in GMC_METHODS:
             raise ValueError(f"gmc_method = {extra['gmc_method']!r}: must be one of {list(GMC_METHODS)}")
         if extra.get("with_reid"):
@@ -177,11 +195,11 @@ class TrackSettings(Section):
 class CrossViewScoreSettings(Section):
     """``egohumans.score.cross_view``: scoring across a take's views (egoeval.tracking.crossview)."""
 
-    distance_m: Annotated[float, Field(gt=0)]  # the world frame: a match at this distance or nearer
-    zero_distance_m: Annotated[float, Field(gt=0)]  # similarity 1 - d / this (HOTA's alphas: its 0.05 .. 0.95)
-    bootstrap_block: PositiveInt  # time stamps per bootstrap block
+    distance_m: Annotated[float, Field(gt=0, le=100)]  # the world frame: a match at this distance or nearer
+    zero_distance_m: Annotated[float, Field(gt=0, le=100)]  # similarity 1 - d / this (HOTA's alphas: 0.05 .. 0.95)
+    bootstrap_block: Annotated[int, Field(ge=1, le=MAX_FRAMES)]  # time stamps per bootstrap block
     bootstrap_samples: Annotated[int, Field(ge=10, le=100_000)]
-    bootstrap_seed: NonNegativeInt
+    bootstrap_seed: Seed
     confidence: Annotated[float, Field(gt=0, lt=1)]
 
     @model_validator(mode="after")
@@ -213,7 +231,7 @@ class CompareSettings(Section):
 class ReportSettings(Section):
     """``egohumans.report``: its part of the report page (every image is embedded in it)."""
 
-    frames: NonNegativeInt  # frames shown where the tracking runs disagree most
+    frames: Annotated[int, Field(ge=0, le=1000)]  # frames shown where the tracking runs disagree most
     image_width: Annotated[int, Field(ge=64, le=4096)]  # frames are scaled down to this width (px)
 
 

@@ -51,6 +51,11 @@ class EgoNormia(Benchmark):
             help="instead: A against B, paired, clip by clip (plots/egonormia/paired.csv: tests, intervals, gains)",
         )
 
+    def check_metrics(self, metrics: Any, path: Path) -> None:
+        from egoeval.egonormia.published import check_metrics_shape
+
+        check_metrics_shape(metrics, path)
+
     def compare(self, metrics: Any, settings: Any, args: argparse.Namespace) -> str:
         from egoeval.egonormia.published import compare_report
         from egoeval.errors import InputError

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import io
 import math
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -110,7 +111,7 @@ def _mean(values: list[float]) -> float | None:
 def estimate(root: Path = Path(".")) -> list[dict[str, Any]]:
     """One row per model and setting: calls (new, cached), expected prompt and completion tokens of the new calls,
     and their cost at the model's price (None without one)."""
-    from egoeval.backends.client import token_cost
+    from egoeval.backends.client import CallUsage, token_cost
     from egoeval.egonormia.inference import inference_inputs, run_inference
 
     inputs = inference_inputs(root)
@@ -127,13 +128,17 @@ def estimate(root: Path = Path(".")) -> list[dict[str, Any]]:
     for model, client in zip(inputs.models, clients, strict=True):
         mine = rows[rows["model"] == model.name]
         measured: dict[tuple[str, str], tuple[list[float], list[float]]] = {}
+        unmeasured: dict[str, set[str]] = {}  # setting -> cached calls whose reply reported no usage
         for row in mine.itertuples(index=False):
             meta = client.cached.get(row.request_key)
             if meta is not None:
                 prompt, completion = measured.setdefault((row.setting, row.subtask), ([], []))
-                for name, into in (("prompt_tokens", prompt), ("completion_tokens", completion)):
-                    if isinstance(meta.get(name), int):
-                        into.append(meta[name])
+                usage = CallUsage.from_meta(meta)  # the counts the response cache holds, checked
+                if usage.prompt_tokens is None or usage.completion_tokens is None:
+                    unmeasured.setdefault(str(row.setting), set()).add(row.request_key)
+                for value, into in ((usage.prompt_tokens, prompt), (usage.completion_tokens, completion)):
+                    if value is not None:
+                        into.append(value)
         for setting, group in mine.groupby("setting", sort=True):
             new = group[group["request_key"].isin(client.missed)]
             prompt_tokens = completion_tokens = 0.0
@@ -149,6 +154,7 @@ def estimate(root: Path = Path(".")) -> list[dict[str, Any]]:
                     "calls": len(group),
                     "new": len(new),
                     "cached": len(group) - len(new),
+                    "cached_without_usage": len(unmeasured.get(str(setting), ())),
                     "prompt_tokens": round(prompt_tokens),
                     "completion_tokens": round(completion_tokens),
                     "cost_usd": None
@@ -179,7 +185,14 @@ def format_estimate(rows: list[dict[str, Any]]) -> str:
     total = ("total", "", *(f"{sum(r[k] for r in rows):,}" for k in ("calls", "new", "cached", "prompt_tokens")))
     lines.append((*total, f"{sum(r['completion_tokens'] for r in rows):,}", f"{sum(costs):.4f}" if costs else "-"))
     widths = [max(len(str(line[i])) for line in lines) for i in range(len(header))]
-    return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(line, widths, strict=True)) for line in lines)
+    notes = [
+        f"note: {r['model']} {r['setting']}: {r['cached_without_usage']:,} of the {r['cached']:,} cached calls "
+        "reported no usage (their tokens are not measured; new calls are estimated from the others or by rule)"
+        for r in rows
+        if r.get("cached_without_usage")
+    ]
+    table = ["  ".join(str(c).ljust(w) for c, w in zip(line, widths, strict=True)) for line in lines]
+    return "\n".join(table + notes)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -190,7 +203,12 @@ def main(argv: list[str] | None = None) -> int:
     from egoeval.stage import run_stage
 
     def body() -> None:
+        from egoeval.backends.usage import DROPPED
+
         rows = estimate()
         print(json_bytes(rows).decode() if args.json else format_estimate(rows))
+        dropped = DROPPED.take()
+        if dropped:
+            print(f"estimate: warning: {dropped}", file=sys.stderr)
 
     return run_stage(body, benchmark="egonormia")

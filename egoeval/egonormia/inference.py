@@ -22,6 +22,7 @@ from tqdm import tqdm
 
 from egoeval.backends.batch import OpenAIBatchBackend, run_batches
 from egoeval.backends.client import Completion, ModelClient, call_pool
+from egoeval.backends.usage import DROPPED
 from egoeval.cache import ResponseCache, cache_file, cache_only
 from egoeval.egonormia.artifacts import (
     BATCHES,
@@ -135,6 +136,7 @@ def run_inference(
     settings = list(infer.settings)
 
     rows: list[dict[str, Any]] = []
+    DROPPED.take()  # the usage counts this run drops are said at its end
     with ExitStack() as stack:
         cache = ResponseCache(cache_file(root / infer.cache_dir))
         stack.callback(cache.close)
@@ -181,6 +183,15 @@ def run_inference(
             )
             if client.served_note():
                 print(f"infer: warning: {client.served_note()}", file=sys.stderr)
+            if client.without_usage and (price is not None or client.prompt_tokens or client.completion_tokens):
+                print(
+                    f"infer: {runner.model.name}: {client.without_usage} of the {client.calls} calls sent reported no "
+                    "usage: the run's tokens and cost are lower bounds",
+                    file=sys.stderr,
+                )
+        dropped = DROPPED.take()
+        if dropped:
+            print(f"infer: warning: {dropped}", file=sys.stderr)
         if ledger:
             write_json(cache.path.parent / LEDGER_FILE, costs)
     table = pd.DataFrame(rows, columns=list(RESPONSE_COLUMNS))

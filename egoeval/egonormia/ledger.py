@@ -3,8 +3,10 @@
 Figures come from the endpoint's ``usage`` the infer stage records per answer (``artifacts.USAGE_COLUMNS``, as the
 response cache stored it when the reply came), so they depend only on the replies: the same whether a run sent the
 calls or found them in the cache, after retries, a crash or faults, and in an audit's re-derivation. A request asked
-twice counts once. ``calls``: answers that came back; ``prompt_tokens``, ``completion_tokens``: summed ``usage``
-(null when no call reported any: a local baseline); ``cost_usd`` at the model's ``price`` (null without one).
+twice counts once. ``calls``: answers that came back; ``calls_without_usage``: those whose call reported no usage
+(or a count egoeval.backends.usage did not believe); ``prompt_tokens``, ``completion_tokens``: summed ``usage`` of
+the others (null when no call reported any: a local baseline); ``cost_usd`` at the model's ``price`` (null without
+one), a lower bound (``cost_is_lower_bound``) when some calls reported no usage.
 What one run sent, found cached, retried, waited and paid is the run's ledger beside the response cache
 (``inference.LEDGER_FILE``).
 """
@@ -31,10 +33,12 @@ def _total(values: pd.Series) -> int | None:
 def call_ledger(answers: pd.DataFrame, price: Price | None) -> dict[str, Any]:
     """The ledger of one model's answers (responses.parquet rows; those without a reply are not calls)."""
     answered = answers[answers["response"].notna()].drop_duplicates("request_key")
-    entry: dict[str, Any] = {"calls": len(answered)}
+    reported = answered[list(USAGE_COLUMNS)].notna().all(axis=1)
+    entry: dict[str, Any] = {"calls": len(answered), "calls_without_usage": int((~reported).sum())}
     entry |= {name: _total(answered[name]) for name in USAGE_COLUMNS}
     tokens = (entry["prompt_tokens"], entry["completion_tokens"])
     entry["cost_usd"] = None if price is None or None in tokens else token_cost(*tokens, (price.input, price.output))
+    entry["cost_is_lower_bound"] = entry["cost_usd"] is not None and entry["calls_without_usage"] > 0
     return entry
 
 

@@ -241,6 +241,27 @@ def _ours(entry: dict[str, Any], split: str, run_split: str) -> tuple[dict[str, 
     return None, f"the run used split {run_split}"
 
 
+def check_metrics_shape(metrics: Any, path: Path) -> None:
+    """``metrics/egonormia.json`` as an input (the report, ``egoeval compare``): ``{setting: {model: entry}}``, each
+    entry an object whose ``ledger`` (where there is one) is an object of counts and a cost, ``verified`` an object;
+    else InputError naming the file and key. (The values themselves: ``egoeval.reported.check_metric_values``.)"""
+    for setting, models in metrics.items():
+        if not isinstance(models, dict):
+            raise InputError(path, f"key {setting}: expected an object of models")
+        for model, entry in models.items():
+            key = f"{setting}/{model}"
+            if not isinstance(entry, dict):
+                raise InputError(path, f"key {key}: expected a model's entry (an object)")
+            for part in ("ledger", "verified", "ci95"):
+                if entry.get(part) is not None and not isinstance(entry[part], dict):
+                    raise InputError(path, f"key {key}/{part}: expected an object")
+            for name, value in (entry.get("ledger") or {}).items():
+                if isinstance(value, bool) != (name == "cost_is_lower_bound") and value is not None:
+                    raise InputError(path, f"key {key}/ledger/{name}: {value!r} is not a count or cost")
+                if not isinstance(value, bool) and isinstance(value, int | float) and value < 0:
+                    raise InputError(path, f"key {key}/ledger/{name}: {value!r} is negative")
+
+
 def our_rows(metrics: dict[str, Any], recorded: dict[str, str]) -> dict[str, dict[str, dict[str, Any]]]:
     """``{setting: {model: entry}}`` of a metrics file, each entry with its protocol, dataset and split (``recorded``
     fills those a file written before they were recorded lacks); any non-result key is left out."""

@@ -39,6 +39,7 @@ from egoeval.egonormia.paired import recorded_protocols
 from egoeval.egonormia.published import (
     PUBLISHED_PROTOCOL,
     RANKED_BY,
+    check_metrics_shape,
     load_published,
     mismatch,
     our_rows,
@@ -47,9 +48,10 @@ from egoeval.egonormia.published import (
     source_of,
 )
 from egoeval.errors import InputError
-from egoeval.io import read_csv, read_json, read_parquet
+from egoeval.io import read_csv, read_parquet
 from egoeval.markup import data_uri, esc, fmt, paired_table, table
 from egoeval.paired import read_paired
+from egoeval.reported import read_metrics
 
 METRICS = ("both", "action", "justification", "sensible_iou")  # in the leaderboard's order
 METRIC_NAMES = {"both": "both", "action": "action", "justification": "justification", "sensible_iou": "sensible IoU"}
@@ -342,7 +344,7 @@ def option_order_note(responses: pd.DataFrame) -> str:
 
 def ledger_section(metrics: dict[str, Any]) -> str:
     """Per setting and model, the calls behind the answers and what they cost (each entry's ``ledger``)."""
-    header = ["setting", "model", "calls", "prompt tokens", "completion tokens", "cost (USD)"]
+    header = ["setting", "model", "calls", "without usage", "prompt tokens", "completion tokens", "cost (USD)"]
 
     def count(value: Any) -> str:
         return "–" if value is None else f"{int(value):,}"
@@ -351,16 +353,19 @@ def ledger_section(metrics: dict[str, Any]) -> str:
     for setting in [s for s in SETTINGS if s in metrics] + sorted(set(metrics) - set(SETTINGS)):
         for model, entry in sorted(metrics[setting].items()):
             ledger = entry.get("ledger") or {}
+            cost = "–" if ledger.get("cost_usd") is None else f"{ledger['cost_usd']:.4f}"
             rows.append(
                 [esc(setting), esc(model)]
-                + [count(ledger.get(k)) for k in ("calls", "prompt_tokens", "completion_tokens")]
-                + ["–" if ledger.get("cost_usd") is None else f"{ledger['cost_usd']:.4f}"]
+                + [count(ledger.get(k)) for k in ("calls", "calls_without_usage", "prompt_tokens", "completion_tokens")]
+                + [f"≥ {cost}" if ledger.get("cost_is_lower_bound") else cost]
             )
     return (
         '<section id="egonormia-ledger"><h2>EgoNormia: what the answers cost</h2>'
         "<p>The calls behind each setting's answers, whether this run sent them or found them in the response cache, "
         "with the endpoint's <i>usage</i> tokens and the cost at <code>egonormia.model.price</code>. – : not "
-        "reported (a local baseline counts no tokens; no price set). What one run sent, found cached, retried and "
+        "reported (a local baseline counts no tokens; no price set). <i>without usage</i>: calls whose reply reported "
+        "no usage (or a count not believed); their tokens are not in the sums, so the cost is then a lower bound "
+        "(≥). What one run sent, found cached, retried and "
         "waited (latency p50 / p95) is printed by the infer stage and kept beside the response cache "
         "(<code>ledger-egonormia_infer.json</code>); <code>egoeval estimate</code> says it before a run.</p>"
         f"{table(header, rows, 'ledger')}</section>"
@@ -397,7 +402,7 @@ def report(root: Path, settings: Any) -> ReportPart:
     params = settings.egonormia
     if not (root / CATEGORIES_FILE).is_file():
         raise InputError(root / CATEGORIES_FILE, "file not found (run the stages before this one)")
-    metrics = read_json(root / METRICS_FILE)
+    metrics = read_metrics(root / METRICS_FILE, check_metrics_shape)
     protocols = recorded_protocols(metrics)
     shown = (params.fetch.dataset, params.score.confidence)
     sections = [

@@ -7,17 +7,8 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, model_validator
 
 from egoeval.egonormia.result_names import results_key
-from egoeval.settings import (
-    BootstrapSettings,
-    Fraction,
-    NonEmptyStr,
-    NonNegativeFloat,
-    NonNegativeInt,
-    PositiveFloat,
-    PositiveInt,
-    Section,
-    unique_list,
-)
+from egoeval.headline import file_stem, stem_clashes
+from egoeval.settings import BootstrapSettings, Fraction, NonEmptyStr, Seconds, Section, Seed, unique_list
 
 Setting = Literal["blind", "pipeline", "video"]
 Backend = Literal["openai", "openai_batch", "random", "minilm"]  # egoeval.backends.BACKENDS
@@ -26,15 +17,19 @@ ProtocolName = Literal["official", "egoeval"]  # egoeval.egonormia.protocols.reg
 # The largest image side any supported endpoint accepts: Anthropic's API rejects images over 8,000 px a side
 # (OpenAI and Gemini resize large images instead of refusing them); JPEG itself stops at 65,535 px.
 MAX_IMAGE_SIDE = 8000
+MAX_TOKENS = 10**6  # a completion's most tokens: above every model's output limit (and the usage a call may report,
+# egoeval.backends.usage.MAX_USAGE_TOKENS, is a thousand times this)
+MAX_PRICE = 10_000.0  # USD per million tokens: far above any listed model's (gpt-4.5's output was 150, o1-pro's 600)
+MAX_CLIPS = 1_000_000  # far above any EgoNormia dataset's (1,853 clips)
 
 
 class SampleSettings(Section):
     """``egonormia.sample``: the bundled synthetic sample's videos."""
 
-    seconds: Annotated[int, Field(ge=5)]
+    seconds: Annotated[int, Field(ge=5, le=600)]
     fps: Annotated[int, Field(ge=1, le=120)]
-    width: Annotated[int, Field(ge=16)]
-    height: Annotated[int, Field(ge=16)]
+    width: Annotated[int, Field(ge=16, le=MAX_IMAGE_SIDE)]
+    height: Annotated[int, Field(ge=16, le=MAX_IMAGE_SIDE)]
 
 
 class FetchSettings(Section):
@@ -48,8 +43,9 @@ class FetchSettings(Section):
     hf_repo: NonEmptyStr
     hf_revision: Annotated[str, Field(pattern=r"^[0-9a-f]{40}$")] | None
     split: Literal["full", "verified"]
-    limit: PositiveInt | None = None  # a smoke run: this many clips of the split, stratified by norm category
-    limit_seed: NonNegativeInt = 0  # the seed of that sample
+    # a smoke run: this many clips of the split, stratified by norm category
+    limit: Annotated[int, Field(ge=1, le=MAX_CLIPS)] | None = None
+    limit_seed: Seed = 0  # the seed of that sample
 
     @property
     def rows_dataset(self) -> str:
@@ -105,8 +101,8 @@ def _url(value: str | None) -> str | None:
 class Price(Section):
     """``egonormia.model.price``: USD per million tokens, as the provider bills them."""
 
-    input: NonNegativeFloat  # per million prompt tokens (images included)
-    output: NonNegativeFloat  # per million completion tokens
+    input: Annotated[float, Field(ge=0, le=MAX_PRICE)]  # per million prompt tokens (images included)
+    output: Annotated[float, Field(ge=0, le=MAX_PRICE)]  # per million completion tokens
 
 
 class ModelSpec(Section):
@@ -118,15 +114,15 @@ class ModelSpec(Section):
     api_key_env: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")] = "OPENAI_API_KEY"
     concurrency: Annotated[int, Field(ge=1, le=1024)] = 8
     temperature: Annotated[float, Field(ge=0, le=2)] = 0.0
-    max_tokens: Annotated[int, Field(ge=1)] = 1024
-    timeout_s: PositiveFloat = 120.0
-    max_retries: NonNegativeInt = 6
-    retry_base_s: NonNegativeFloat = 0.5
-    retry_max_s: PositiveFloat = 30.0
+    max_tokens: Annotated[int, Field(ge=1, le=MAX_TOKENS)] = 1024
+    timeout_s: Annotated[float, Field(gt=0, le=3600)] = 120.0  # one call, connect to last byte
+    max_retries: Annotated[int, Field(ge=0, le=100)] = 6
+    retry_base_s: Annotated[float, Field(ge=0, le=3600)] = 0.5
+    retry_max_s: Annotated[float, Field(gt=0, le=3600)] = 30.0
     published_as: NonEmptyStr | None = None  # the model's name in the published results (egoeval compare)
     price: Price | None = None  # for `egoeval estimate` and the run's ledger; null: tokens only, no cost
-    batch_poll_s: PositiveFloat = 30.0  # openai_batch: seconds between polls of a submitted batch
-    batch_deadline_s: PositiveFloat = 86_400.0  # openai_batch: the most seconds a run waits for its batches
+    batch_poll_s: Annotated[float, Field(gt=0, le=3600)] = 30.0  # openai_batch: seconds between polls of a batch
+    batch_deadline_s: Seconds = 86_400.0  # openai_batch: the most seconds a run waits for its batches
     batch_max_requests: Annotated[int, Field(ge=1, le=50_000)] = 50_000  # openai_batch: requests per batch
 
     @model_validator(mode="after")
@@ -145,14 +141,14 @@ class EvaluatedModel(ModelSpec):
     api_key_env: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
     concurrency: Annotated[int, Field(ge=1, le=1024)]
     temperature: Annotated[float, Field(ge=0, le=2)]
-    max_tokens: Annotated[int, Field(ge=1)]
-    timeout_s: PositiveFloat
-    max_retries: NonNegativeInt
-    retry_base_s: NonNegativeFloat
-    retry_max_s: PositiveFloat
+    max_tokens: Annotated[int, Field(ge=1, le=MAX_TOKENS)]
+    timeout_s: Annotated[float, Field(gt=0, le=3600)]
+    max_retries: Annotated[int, Field(ge=0, le=100)]
+    retry_base_s: Annotated[float, Field(ge=0, le=3600)]
+    retry_max_s: Annotated[float, Field(gt=0, le=3600)]
     published_as: NonEmptyStr | None
-    batch_poll_s: PositiveFloat
-    batch_deadline_s: PositiveFloat
+    batch_poll_s: Annotated[float, Field(gt=0, le=3600)]
+    batch_deadline_s: Seconds
     batch_max_requests: Annotated[int, Field(ge=1, le=50_000)]
 
 
@@ -160,7 +156,7 @@ class InferSettings(Section):
     """``egonormia.infer``: which settings run, the option-order seed, failure tolerance, the response cache."""
 
     settings: Annotated[list[Setting], Field(min_length=1), AfterValidator(unique_list)]
-    seed: NonNegativeInt
+    seed: Seed
     max_failure_rate: Fraction
     cache_dir: NonEmptyStr
 
@@ -172,7 +168,7 @@ class ScoreSettings(BootstrapSettings):
 class ReportSettings(Section):
     """``egonormia.report``: its part of the report page (every image is embedded in it)."""
 
-    clips: PositiveInt  # clips shown, those most models get wrong first
+    clips: Annotated[int, Field(ge=1, le=10_000)]  # clips shown, those most models get wrong first
 
 
 class EgoNormiaSettings(Section):
@@ -193,6 +189,12 @@ class EgoNormiaSettings(Section):
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
             raise ValueError(f"model names must be unique across model and baselines; {twice[0]!r} appears twice")
+        for one, other in stem_clashes(names):  # the score stage would stop after every call was paid for
+            raise ValueError(
+                f"model names {one!r} and {other!r} would share one headline file ({file_stem(one)}.json, "
+                "egoeval.headline: a name's characters a file name cannot hold are replaced, and case may not tell "
+                "files apart); rename one"
+            )
         for setting in self.infer.settings:  # the official results' name of every run, before any call is paid for
             for name in names:
                 results_key(setting, name)

@@ -30,12 +30,13 @@ def _fraction(value: float) -> float:
     return value
 
 
-Fraction = Annotated[float, AfterValidator(_fraction)]
+Fraction = Annotated[float, AfterValidator(_fraction), Field(json_schema_extra={"minimum": 0, "maximum": 1})]
 """A share in [0, 1]; a value in [2, 100] is reported as a percent written by mistake."""
-PositiveInt = Annotated[int, Field(ge=1)]
-NonNegativeInt = Annotated[int, Field(ge=0)]
-PositiveFloat = Annotated[float, Field(gt=0)]
-NonNegativeFloat = Annotated[float, Field(ge=0)]
+Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]
+"""A random seed: NumPy's range (``np.random.default_rng`` and ``RandomState`` take any of these)."""
+MAX_SECONDS = 7 * 86_400
+"""The longest wait or deadline any param may set: a week (the Batch API's completion window is a day)."""
+Seconds = Annotated[float, Field(gt=0, le=MAX_SECONDS)]
 NonEmptyStr = Annotated[str, Field(min_length=1)]
 
 
@@ -50,14 +51,16 @@ def unique_list(values: list[Any]) -> list[Any]:
 class Section(BaseModel):
     """A params.yaml section: strict types, no unknown keys, read-only."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    # every number is finite: an infinite or NaN param is refused by name in check-params (each numeric field also
+    # states both its bounds; tests/test_settings_bounds.py holds every field of every section to that)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
 
 
 class BootstrapSettings(Section):
     """A benchmark's bootstrap: resamples drawn from a seed, intervals at a confidence level (egoeval.paired)."""
 
-    bootstrap_samples: Annotated[int, Field(ge=10)]
-    bootstrap_seed: NonNegativeInt
+    bootstrap_samples: Annotated[int, Field(ge=10, le=100_000)]
+    bootstrap_seed: Seed
     confidence: Fraction
 
     @field_validator("confidence")
@@ -77,12 +80,12 @@ class FlowsSettings(Section):
     schedule_cron: NonEmptyStr
     timezone: NonEmptyStr
     baseline: NonEmptyStr
-    tolerance: Annotated[float, Field(ge=0, allow_inf_nan=False)]  # an infinite one would pass every metric
+    tolerance: Annotated[float, Field(ge=0, le=100)]  # points (metrics are percents); a huge one passes every metric
     gate: list[NonEmptyStr] | None  # the metrics (last key) the regression rule checks; null: every metric
-    retries: NonNegativeInt
-    retry_backoff_s: NonNegativeFloat
+    retries: Annotated[int, Field(ge=0, le=100)]
+    retry_backoff_s: Annotated[float, Field(ge=0, le=3600)]  # doubles each retry
     dask_address: str | None
-    dask_workers: PositiveInt
+    dask_workers: Annotated[int, Field(ge=1, le=1024)]
 
     @field_validator("schedule_cron")
     @classmethod
@@ -141,6 +144,7 @@ def _model_at(root: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | 
 _TYPE_MESSAGES = {
     "int_type": "must be an integer",
     "float_type": "must be a number",
+    "finite_number": "must be a finite number (no .inf or .nan)",
     "bool_type": "must be true or false",
     "string_type": "must be a string",
     "list_type": "must be a list, e.g. [a, b]",

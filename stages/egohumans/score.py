@@ -5,14 +5,15 @@ mmtracking's ``eval_mot`` on py-motmetrics 1.4.0, re-implemented in ``egoeval.tr
 TrackEval beside it) or ``trackeval`` (TrackEval's MOT15 semantics). Each run's entry names its protocol.
 
 Reads ``data/egohumans/fetched/gt/<seq>.txt`` and the run folder ``data/egohumans/tracks/<tracker>-<mode>/`` of
-every tracker x detection mode in params.yaml
-(one MOTChallenge file per ground-truth sequence). Writes ``metrics/egohumans.json`` (``{run: {"COMBINED": ...,
-"sequences": {seq: ...}, "cross_view": ...}}``), ``metrics/egohumans/<run>.json`` (the headline row ``dvc metrics
-show`` prints: egoeval.headline), ``plots/egohumans/sequences.csv`` (run, sequence, IDF1, MOTA, HOTA; one row per
-run and sequence plus a ``COMBINED`` row per run: the trackers side by side) and ``plots/egohumans/head_speed.csv``
-(run, head-speed bin, its lower edge speed_from in deg/frame, frames, IDF1, IDSW: see egoeval.egohumans.head_speed)
-and ``plots/egohumans/paired.csv``
-(every pair of trackers per detection mode by a paired bootstrap over sequences: see egoeval.egohumans.paired).
+every tracker x detection mode in params.yaml (one MOTChallenge file per ground-truth sequence). Writes
+``metrics/egohumans.json`` (``{run: {"COMBINED": ..., "sequences": {seq: ...}, "cross_view": ..., "protocol",
+dataset, split, set, modality, detections[, limit]}}``: what data each run scored, egoeval.egohumans.scoring.run_data),
+``metrics/egohumans/<run>.json`` (the headline row ``dvc metrics show`` prints: egoeval.headline),
+``plots/egohumans/sequences.csv`` (run, sequence, IDF1, MOTA, HOTA; one row per run and sequence plus a
+``COMBINED`` row per run: the trackers side by side), ``plots/egohumans/head_speed.csv`` (run, head-speed bin, its
+lower edge speed_from in deg/frame, frames, IDF1, IDSW: see egoeval.egohumans.head_speed) and
+``plots/egohumans/paired.csv`` (every pair of trackers per detection mode by a paired bootstrap over sequences: see
+egoeval.egohumans.paired).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from egoeval.egohumans.artifacts import (
 from egoeval.egohumans.crossview import cross_view_runs
 from egoeval.egohumans.head_speed import head_speed_table, head_speeds
 from egoeval.egohumans.paired import paired_table
-from egoeval.egohumans.scoring import headline_rows, read_runs, run_names, score_runs, sequence_table
+from egoeval.egohumans.scoring import headline_rows, read_runs, run_data, run_names, score_runs, sequence_table
 from egoeval.headline import write_rows
 from egoeval.io import json_bytes, outputs_together, read_parquet
 from egoeval.paired import csv_bytes
@@ -57,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
             results = score_runs(gt, tracks, params.score)
             for run, entry in cross_view_runs(params, gt, tracks, FETCHED, TRACKS).items():  # across each take's views
                 results[run]["cross_view"] = entry
+            for run in results:  # what data it scored: egoeval compare ranks only the published data's runs
+                results[run] |= run_data(params, run)
             speeds = head_speeds(read_parquet(IMAGES, ["sequence", "frame", "extrinsics"]))
             by_speed = head_speed_table(gt, tracks, speeds, params.score)
             outputs.write(METRICS_FILE, json_bytes(results))

@@ -53,8 +53,8 @@ def _runs(metrics: dict[str, Any], trackers: Sequence[str], modes: Sequence[str]
 def tracking_section(
     metrics: dict[str, Any], runs: list[tuple[str, str, str]], published: PublishedTable, mapping: dict[str, str]
 ) -> str:
-    """Per metric (IDF1, MOTA, HOTA) a table of sequences x runs (tracker x detection mode), a chart of each run's combined figures, and
-    the published table with the runs params map to its rows (``egohumans.compare``)."""
+    """Per metric (IDF1, MOTA, HOTA) a table of sequences x runs (tracker x detection mode), a chart of each run's
+    combined figures, and the published table with the runs params map to its rows (``egohumans.compare``)."""
     sequences = [*sorted({s for run, _, _ in runs for s in metrics[run].get("sequences", {})}), "COMBINED"]
 
     def value(run: str, sequence: str, metric: str) -> float | None:

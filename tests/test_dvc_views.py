@@ -22,7 +22,6 @@ def _series(row: dict[str, str]) -> str:
     return (f"{row['setting']}/" if "setting" in row else "") + row.get("model", "") + row.get("run", "")
 
 
-
 @pytest.mark.slow
 def test_dvc_plots_show_writes_a_page_that_draws_with_no_network(reproduced: Path, tmp_path: Path) -> None:
     from browser import console_errors, open_browser
@@ -49,6 +48,7 @@ def test_dvc_plots_show_writes_a_page_that_draws_with_no_network(reproduced: Pat
         assert console_errors(browser) == []
     finally:
         browser.quit()
+
 
 @pytest.mark.slow
 def test_dvc_plots_show_draws_one_series_per_model_or_tracker(reproduced: Path, tmp_path: Path) -> None:

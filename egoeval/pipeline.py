@@ -175,14 +175,6 @@ def benchmark_metrics(stages: list[StageInfo]) -> dict[str, list[str]]:
     return found
 
 
-def producing_stage(stages: list[StageInfo], path: str) -> StageInfo:
-    """The stage whose metrics output is ``path``."""
-    for info in stages:
-        if path in info.metrics:
-            return info
-    raise KeyError(path)
-
-
 def cache_key(fingerprint: dict[str, Any]) -> str:
     """sha256 of the canonical JSON of a fingerprint."""
     text = json.dumps(fingerprint, sort_keys=True, separators=(",", ":"), default=str)

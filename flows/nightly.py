@@ -12,11 +12,27 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import signal
+import socket
+import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
+import prefect
+from prefect.events.worker import EventsWorker
+from prefect.logging.handlers import APILogWorker
 from prefect.schedules import Cron
-from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
+from prefect.settings import (
+    PREFECT_API_URL,
+    PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS,
+    get_current_settings,
+    temporary_settings,
+)
 
 from egoeval.errors import InputError, Interrupted
 from egoeval.io import json_bytes, outputs_together
@@ -27,17 +43,69 @@ from flows.config import baseline_lock, flow_settings
 from flows.pipeline import NightlyFailed, StageOutcome, current_metrics, format_summary, nightly_flow
 
 DEPLOYMENT = "nightly"
+SERVER_STOP_S = 5.0  # the temporary server's grace after SIGTERM before it is killed
+
+
+@contextlib.contextmanager
+def temporary_server() -> Iterator[None]:
+    """Prefect's temporary server for one run (the app Prefect's own temporary server runs, on a free loopback port),
+    in a session of its own: a terminal's Ctrl-C reaches this process and the run's stage, not the server, so the
+    flow reports how the run ended to a server that is still there, and the server stops when the block ends."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server_env = {"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
+    command = [sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent), "--factory"]
+    command += ["prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port", str(port)]
+    command += ["--log-level", "error", "--lifespan", "on"]
+    env = {**os.environ, **server_env, **get_current_settings().to_environment_variables(exclude_unset=True)}
+    server = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, start_new_session=True)
+    api_url = f"http://127.0.0.1:{port}/api"
+    try:
+        deadline = time.monotonic() + PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()
+        while not _healthy(api_url):
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the temporary Prefect server on {api_url} did not start (exit {server.poll()})")
+            time.sleep(0.2)
+        with temporary_settings(updates={PREFECT_API_URL: api_url}):
+            try:
+                yield
+            finally:  # the run's last logs and events reach the server while it is there (not retried at exit)
+                APILogWorker.drain_all(timeout=SERVER_STOP_S, at_exit=False)
+                EventsWorker.drain_all(timeout=SERVER_STOP_S, at_exit=False)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=SERVER_STOP_S)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+
+
+def _healthy(api_url: str) -> bool:
+    try:
+        return httpx.get(f"{api_url}/health", timeout=2.0).status_code == 200
+    except httpx.HTTPError:
+        return False
 
 
 def run_once(root: Path) -> int:
     """One run; print the per-stage summary and the final state; 0 when Completed."""
-    if not PREFECT_API_URL.value():
-        print(
-            "nightly: starting a temporary Prefect server (no PREFECT_API_URL set; waiting up to "
-            f"{PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()} s for it to start)",
-            file=sys.stderr,
-            flush=True,
-        )
+    if PREFECT_API_URL.value():
+        return _report_run(root)
+    print(
+        "nightly: starting a temporary Prefect server (no PREFECT_API_URL set; waiting up to "
+        f"{PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()} s for it to start)",
+        file=sys.stderr,
+        flush=True,
+    )
+    with temporary_server():
+        return _report_run(root)
+
+
+def _report_run(root: Path) -> int:
     state = nightly_flow(root=str(root), return_state=True)
     data = state.result(raise_on_failure=False)
     if isinstance(data, NightlyFailed):
@@ -133,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
                 "stages that had finished keep their outputs and dvc.lock entries; run again to go on",
                 file=sys.stderr,
             )
-            return 128 + stop.signum  # the temporary Prefect server stops at exit
+            return 128 + stop.signum
     if args.accept_baseline:
         return accept_baseline(root)
     if args.work_pool:

@@ -134,6 +134,25 @@ def metric_table(metrics: dict[str, Metric]) -> list[str]:
     return _table(["", *columns], [[row] + [_fmt(cells.get(c)) for c in columns] for row, cells in rows.items()])
 
 
+MOVED_SHOWN = 10  # the changes listed under the verdict, the largest first (every one in the diff below)
+
+
+def _change_table(changes: list[MetricChange]) -> list[str]:
+    rows = [
+        [
+            c.benchmark,
+            c.metric,
+            _fmt(c.old),
+            _fmt(c.new),
+            "-" if c.delta is None else f"{c.delta:+.4g}",
+            _range(c.allowed),
+            "REGRESSED" if c.regressed else "ok" if c.gated else "info",
+        ]
+        for c in changes
+    ]
+    return _table(["benchmark", "metric", "baseline", "current", "delta", "allowed", "verdict"], rows)
+
+
 def build_report(
     current: dict[str, Any],
     baseline: dict[str, Any] | None,
@@ -151,43 +170,46 @@ def build_report(
     ``params``, ``outs``); ``feeding``: per benchmark the stages its metrics file depends on; ``tolerance`` and
     ``gate``: see :func:`compare`; ``stage_rows``: the per-stage summary (stage, state, seconds, note).
     """
-    lines = ["# egoeval nightly report", "", "## Stages", ""]
-    lines += _table(["stage", "state", "seconds", "note"], stage_rows)
     flat = {name: flatten_metrics(content) for name, content in sorted(current.items())}
-    for name, metrics in flat.items():
-        lines += ["", f"## {name}", ""]
-        lines += metric_table(metrics) if metrics else ["(no metrics)"]
-    lines += ["", f"## Diff against the baseline (`{baseline_path}`)", ""]
     changes: list[MetricChange] = []
     inputs: dict[str, list[InputChange]] = {}
+    if baseline is not None:
+        for name in sorted(set(flat) | set(baseline)):
+            changes += compare(name, flatten_metrics(baseline.get(name, {})), flat.get(name, {}), tolerance, gate)
+            if lock_baseline is not None:
+                inputs[name] = changed_inputs(lock_baseline, lock_now, feeding.get(name))
+    regressions = [c for c in changes if c.regressed]
+    failed = [row[0] for row in stage_rows if row[1] not in ("Completed", "Cached")]
+    lines = ["# egoeval nightly report", ""]
+    # what a reader needs first: the verdict, then what moved most; the details follow
+    if regressions:
+        lines += ["## Verdict: FAILED", "", "```", failure_message(regressions, inputs), "```"]
+    elif baseline is None:
+        lines += ["## Verdict: no baseline yet", "", "Accept the current metrics with "]
+        lines[-1] += "`python -m flows.nightly --accept-baseline`."
+    else:
+        lines += ["## Verdict: passed", "", f"No gated metric left its allowed range ({len(changes)} compared)."]
+    if failed:
+        lines += ["", f"Stages not completed: {', '.join(failed)}."]
+    moved = [c for c in changes if c.regressed or c.delta]
+    moved.sort(key=lambda c: (not c.regressed, -abs(c.delta or 0.0)))
+    if moved:
+        lines += ["", f"## Moved most ({min(len(moved), MOVED_SHOWN)} of {len(moved)} that moved)", ""]
+        lines += _change_table(moved[:MOVED_SHOWN])
+    lines += ["", "## Stages", ""]
+    lines += _table(["stage", "state", "seconds", "note"], stage_rows)
+    lines += ["", f"## Diff against the baseline (`{baseline_path}`)", ""]
     if baseline is None:
-        lines.append("No baseline yet: accept the current metrics with `python -m flows.nightly --accept-baseline`.")
+        lines.append("No baseline yet.")
     else:
         checked = "every metric" if gate is None else "the metrics " + ", ".join(gate)
         lines.append(
             f"Rule, for {checked}: the run fails when a metric leaves its baseline bootstrap interval widened by "
             f"{tolerance:g} points on each side (without an interval: baseline +/- {tolerance:g}), or disappears."
         )
-        for name in sorted(set(flat) | set(baseline)):
-            changes += compare(name, flatten_metrics(baseline.get(name, {})), flat.get(name, {}), tolerance, gate)
-            if lock_baseline is not None:
-                inputs[name] = changed_inputs(lock_baseline, lock_now, feeding.get(name))
         lines.append("")
         if changes:
-            changes.sort(key=lambda c: not c.regressed)
-            rows = [
-                [
-                    c.benchmark,
-                    c.metric,
-                    _fmt(c.old),
-                    _fmt(c.new),
-                    "-" if c.delta is None else f"{c.delta:+.4g}",
-                    _range(c.allowed),
-                    "REGRESSED" if c.regressed else "ok" if c.gated else "info",
-                ]
-                for c in changes
-            ]
-            lines += _table(["benchmark", "metric", "baseline", "current", "delta", "allowed", "verdict"], rows)
+            lines += _change_table(sorted(changes, key=lambda c: not c.regressed))
         else:
             lines.append("Every metric equals the baseline.")
         lines += ["", "### Inputs changed since the baseline", ""]
@@ -198,7 +220,7 @@ def build_report(
             rows = [[i.name, i.kind, _short(i, i.old), _short(i, i.new), ", ".join(i.stages)] for i in found]
             lines += _table(["input", "kind", "baseline", "current", "stages"], rows) if rows else ["none"]
             lines.append("")
-    regressions = [c for c in changes if c.regressed]
-    if regressions:
-        lines += ["", "## Verdict: FAILED", "", "```", failure_message(regressions, inputs), "```"]
+    for name, metrics in flat.items():
+        lines += ["", f"## {name}", ""]
+        lines += metric_table(metrics) if metrics else ["(no metrics)"]
     return Report("\n".join(lines).rstrip() + "\n", regressions, inputs)

@@ -8,6 +8,7 @@ import json
 import re
 import shutil
 import subprocess
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -19,6 +20,34 @@ from conftest import REPO, copy_repo, dvc, tool_env
 def _series(row: dict[str, str]) -> str:
     """A data row's series, read as the templates in .dvc/plots/ read it: setting/model (EgoNormia) or run."""
     return (f"{row['setting']}/" if "setting" in row else "") + row.get("model", "") + row.get("run", "")
+
+
+@pytest.mark.slow
+def test_dvc_plots_show_writes_a_page_that_draws_with_no_network(reproduced: Path, tmp_path: Path) -> None:
+    from browser import console_errors, open_browser
+
+    root = Path(shutil.copytree(reproduced, tmp_path / "ws", symlinks=True))
+    shown = dvc(root, "plots", "show")
+    assert shown.returncode == 0, shown.stderr
+    page = root / "dvc_plots" / "index.html"
+    assert "cdn.jsdelivr" not in page.read_text() and "<script src=" not in page.read_text()
+    plots = len(json.loads(dvc(root, "plots", "show", "--json").stdout)["data"])
+    browser = open_browser()  # every host name unresolvable: a script from a CDN would fail to load
+    try:
+        browser.get(page.as_uri())
+        drawn = "return document.querySelectorAll('body > div[id] canvas, body > div[id] svg.marks').length"
+        for _ in range(100):
+            if browser.execute_script(drawn) >= plots:
+                break
+            time.sleep(0.1)
+        assert browser.execute_script(drawn) == plots > 0  # every plot drawn by the bundled Vega
+        sizes = browser.execute_script(
+            "return Array.from(document.querySelectorAll('body > div[id] canvas')).map(c => c.width * c.height)"
+        )
+        assert all(size > 100 * 100 for size in sizes), sizes
+        assert console_errors(browser) == []
+    finally:
+        browser.quit()
 
 
 @pytest.mark.slow

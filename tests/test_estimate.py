@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import dvc, tool_env, write_params
 from hypothesis import given
 from hypothesis import strategies as st
@@ -79,6 +80,33 @@ def egoeval(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
         text=True,
         check=False,
     )
+
+
+@pytest.mark.slow
+def test_the_estimates_upper_bound_is_the_max_tokens_the_protocol_sends(reproduced: Path, tmp_path: Path) -> None:
+    """With nothing cached the completion tokens are each request's own max_tokens: under the official protocol
+    2000 a call (what it sends), not egonormia.model.max_tokens."""
+    root = shutil.copytree(reproduced, tmp_path / "repo", symlinks=True)
+    protocol = yaml.safe_load((root / "params.yaml").read_text())["egonormia"]["protocol"]
+    with OpenAIServer() as server:
+        model = {"backend": "openai", "name": "loopback-fresh", "base_url": server.url, "api_key_env": KEY_ENV}
+        model |= {"max_tokens": 1024, "price": {"input": 2.5, "output": 10.0}}
+        write_params(root, {"egonormia": {"model": model, "fetch": {"limit": 3}}})
+        inputs = dvc(root, "repro", "egonormia_describe", **{KEY_ENV: "sk-estimate"})
+        assert inputs.returncode == 0, inputs.stdout[-3000:] + inputs.stderr[-3000:]
+        estimated = egoeval(root, "estimate", "--json")
+        assert estimated.returncode == 0 and not server.requests, estimated.stderr[-3000:]
+        run = dvc(root, "repro", "egonormia_infer", **{KEY_ENV: "sk-estimate"})
+        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+        sent = [r.body for r in server.requests]
+    rows = [r for r in json.loads(estimated.stdout) if r["model"] == "loopback-fresh"]
+    assert sum(r["new"] for r in rows) == len(sent) > 0 and sum(r["cached"] for r in rows) == 0
+    worst = sum(body["max_tokens"] for body in sent)  # what the run asked the endpoint for, at most
+    assert sum(r["completion_tokens"] for r in rows) == worst
+    if protocol == "official":
+        assert {body["max_tokens"] for body in sent} == {2000}  # the official client's, not the param's 1024
+    prompt = sum(r["prompt_tokens"] for r in rows)  # each row's rounded to a token: the cost within a cent's 1/1000
+    assert sum(r["cost_usd"] for r in rows) == pytest.approx(token_cost(prompt, worst, (2.5, 10.0)), abs=1e-5)
 
 
 @pytest.mark.slow

@@ -290,6 +290,23 @@ def test_report_names_moved_metric_and_changed_inputs() -> None:
     assert report.failure_message().endswith("inputs changed: t.k")  # the param, not the output it changed
 
 
+def test_report_leads_with_the_verdict_and_what_moved_most() -> None:
+    """A param change moved 81 metrics: the verdict is the first heading, then the ten that moved most (the
+    regression first, then by size), then stages and the whole diff."""
+    baseline = {"toy": {f"m{k:02d}": {"value": 50.0, "ci95": [40.0, 60.0]} for k in range(81)}}
+    current = {"toy": {f"m{k:02d}": {"value": 50.0 + k / 10, "ci95": [40.0, 60.0]} for k in range(81)}}
+    current["toy"]["m00"] = {"value": 20.0, "ci95": [15.0, 25.0]}  # the one regression
+    lock = {"s": {"deps": {}, "params": {}, "outs": []}}
+    report = build_report(current, baseline, lock, lock, {"toy": {"s"}}, 0.5, None, [["s", "Completed", "1", ""]], "b")
+    headings = [line for line in report.markdown.splitlines() if line.startswith("## ")]
+    assert headings[:3] == ["## Verdict: FAILED", "## Moved most (10 of 81 that moved)", "## Stages"]
+    top = report.markdown.split("## Moved most", 1)[1].split("## Stages", 1)[0]
+    metrics = [row.split("|")[2].strip() for row in top.splitlines() if row.startswith("| toy |")]
+    assert metrics == ["m00", "m80", "m79", "m78", "m77", "m76", "m75", "m74", "m73", "m72"]
+    clean = build_report(baseline, baseline, lock, lock, {"toy": {"s"}}, 0.5, None, [], "b")
+    assert clean.markdown.splitlines()[2] == "## Verdict: passed" and "## Moved most" not in clean.markdown
+
+
 # ---------------------------------------------------------------- python -m flows.nightly --once, twice
 
 

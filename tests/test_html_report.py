@@ -113,6 +113,40 @@ def test_charts_are_inline_svg_with_prefixed_ids_and_identical_on_rerun() -> Non
     assert svg == grouped_bars(table, "setting", "category", "model", "accuracy", "%", "chart-a")
 
 
+def _legend_entries(svg: str, prefix: str) -> tuple[list[str], float, float]:
+    """The legend's swatch styles (its frame left out), the legend's lowest y and the first axes' top y (SVG units)."""
+    legend = svg[svg.index(f'id="{prefix}-legend_1"') :]
+    swatches = [part.split("</g>", 1)[0] for part in re.split(rf'<g id="{prefix}-patch_\d+">', legend)[2:]]
+    styles = [" ".join(re.findall(r'style="([^"]*)"', swatch)) for swatch in swatches]
+    frame = [float(y) for y in re.findall(r"L [\d.]+ ([\d.]+)", legend.split("</g>", 1)[0])]
+    axes = svg[svg.index(f'id="{prefix}-axes_1"') :]
+    top = min(float(y) for y in re.findall(r"L [\d.]+ ([\d.]+)", axes.split("</g>", 1)[0]))
+    return styles, max(frame), top
+
+
+@pytest.mark.parametrize("runs", [10, 12, 25])
+def test_grouped_bars_give_every_series_its_own_look_and_the_legend_on_top(runs: int) -> None:
+    table = pd.DataFrame(
+        [(m, "COMBINED", f"tracker{r}-gt", 40.0 + r) for m in ("IDF1", "MOTA", "HOTA") for r in range(runs)],
+        columns=["metric", "sequence", "run", "value"],
+    )
+    svg = grouped_bars(table, "metric", "sequence", "run", "value", "%", "runs")
+    styles, legend_bottom, axes_top = _legend_entries(svg, "runs")
+    assert len(styles) == runs and len(set(styles)) == runs  # no two runs drawn alike
+    assert legend_bottom <= axes_top  # the legend stands above the bars, not below them
+    height = float(re.search(r'height="([\d.]+)pt"', svg).group(1))
+    assert height <= 0.75 * 900  # points: at most 900 px on the page
+
+
+def test_grouped_bars_write_each_bars_n() -> None:
+    table = pd.DataFrame(
+        [("video", "cooperation", "chance", 100.0, 1), ("video", "safety", "chance", 50.0, 12)],
+        columns=["setting", "category", "model", "accuracy", "n"],
+    )
+    svg = grouped_bars(table, "setting", "category", "model", "accuracy", "%", "cat", count="n")
+    assert "<!-- n=1 -->" in svg and "<!-- n=12 -->" in svg  # matplotlib keeps each text as a comment
+
+
 def test_charts_do_not_depend_on_the_machines_font_cache() -> None:
     """A font cache listing a system DejaVu Sans of another version first (or only) once changed a report's glyphs
     between two clones: charts draw with matplotlib's own copy whatever the cache lists."""

@@ -401,6 +401,43 @@ def test_sigterm_stops_the_nightly_flow_its_stage_and_its_server(workspace: Path
     assert len(below) >= 3 and snapshot(workspace, cache=False) == before and leftovers(workspace) == []
 
 
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["terminal-ctrl-c", "group-sigterm"])
+def test_a_signal_to_the_nightly_process_group_stops_it_within_seconds(
+    workspace: Path, tmp_path: Path, signum: int
+) -> None:
+    """A terminal's Ctrl-C (or a service manager's SIGTERM) reaches every process of the foreground job: the flow,
+    DVC and the stage; the temporary Prefect server runs in a session of its own, so the flow reports its end to it
+    and stops it: within 5 s, one line, no traceback, and the next run starts cleanly."""
+    with OpenAIServer(latency_s=2.0) as server:
+        configure_loopback(workspace, server)
+        before = snapshot(workspace, cache=False)
+        flow = subprocess.Popen(
+            [sys.executable, "-m", "flows.nightly", "--once"],
+            cwd=workspace,
+            env=nightly_env(tmp_path / "prefect-home", **{KEY_ENV: "sk-test"}),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,  # its own process group, as a terminal's foreground job has
+        )
+        wait_for(lambda: len(server.requests) >= 4, "the infer stage's model calls", timeout_s=300)
+        below = descendants(flow.pid)
+        os.killpg(flow.pid, signum)
+        started = time.monotonic()
+        out, err = flow.communicate(timeout=120)
+        stopped = time.monotonic() - started
+    name = signal.Signals(signum).name
+    assert flow.returncode == 128 + signum and stopped < 5, (flow.returncode, stopped, err[-2000:])
+    assert [line for line in err.splitlines() if line.startswith("nightly: ")][-1].startswith(
+        f"nightly: stopped by {name}: the running stage stopped with it"
+    )
+    assert "Traceback" not in out + err and "ConnectError" not in out + err, err[-3000:]
+    wait_for(lambda: not any(alive(pid) for pid in below), "every process of the run to end", timeout_s=10)
+    assert snapshot(workspace, cache=False) == before and leftovers(workspace) == []
+    status = dvc(workspace, "status")
+    assert status.returncode == 0, status.stderr[-2000:]  # DVC's own lock files were left readable
+
+
 LOCK_HOLDER = """
 import sqlite3, sys, time
 db = sqlite3.connect(sys.argv[1], isolation_level=None)

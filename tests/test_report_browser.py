@@ -86,6 +86,12 @@ def test_the_report_renders_in_headless_chromium(reproduced: Path, browser: Any,
     chart = browser.find_element("css selector", "#egonormia-categories svg.chart")
     assert chart.is_displayed() and chart.rect["width"] > 400 and chart.rect["height"] > 150
     assert browser.execute_script("return arguments[0].querySelectorAll('path').length", chart) > 50
+    runs_chart = browser.find_element("css selector", "#egohumans-runs figure svg.chart")
+    browser.execute_script("arguments[0].scrollIntoView()", runs_chart)
+    assert runs_chart.is_displayed() and runs_chart.rect["height"] <= 900  # one screen, not 5,000 px
+    legend = runs_chart.find_element("css selector", "g[id$='-legend_1']")
+    bars = runs_chart.find_element("css selector", "g[id$='-axes_1']")
+    assert legend.is_displayed() and legend.rect["y"] + legend.rect["height"] <= bars.rect["y"] + 1  # legend on top
 
     loaded = browser.execute_script(
         "return Array.from(document.querySelectorAll('article.clip img.frames'))"

@@ -129,6 +129,16 @@ def test_bad_param_is_named(key: str, value: Any, words: list[str]) -> None:
 
 
 @pytest.mark.bad_input
+def test_yolo_mode_without_weights_is_refused_by_check_params(tmp_path: Path) -> None:
+    params = edited("egohumans.detect.modes", ["gt", "yolo"])
+    params["egohumans"]["detect"]["yolo_weights"] = None
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    run = subprocess.run([EGOEVAL, "check-params", str(tmp_path / "params.yaml")], capture_output=True, text=True)
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    assert "egohumans.detect" in run.stderr and "mode yolo needs yolo_weights" in run.stderr, run.stderr
+
+
+@pytest.mark.bad_input
 @pytest.mark.parametrize(
     "revision", ["main", "v1.0", "refs/pr/2", "0" * 40, "1a6be84", "g" * 40, "1A6BE84" + "0" * 33, None]
 )

@@ -54,8 +54,8 @@ def _runs(metrics: dict[str, Any], trackers: Sequence[str], modes: Sequence[str]
 def tracking_section(
     metrics: dict[str, Any], runs: list[tuple[str, str, str]], published: PublishedTable, mapping: dict[str, str]
 ) -> str:
-    """Per metric (IDF1, MOTA, HOTA) a table of sequences x runs (tracker x detection mode), a chart of the same, and
-    the published table with the runs params map to its rows (``egohumans.compare``)."""
+    """Per metric (IDF1, MOTA, HOTA) a table of sequences x runs (tracker x detection mode), a chart of each run's
+    combined figures, and the published table with the runs params map to its rows (``egohumans.compare``)."""
     sequences = [*sorted({s for run, _, _ in runs for s in metrics[run].get("sequences", {})}), "COMBINED"]
 
     def value(run: str, sequence: str, metric: str) -> float | None:
@@ -73,17 +73,16 @@ def tracking_section(
             rows.append([esc(sequence), *cells])
         header = [metric, *(f"{esc(tracker)}<br>{esc(mode)}" for _, tracker, mode in runs)]
         tables.append(table(header, rows, "tracking"))
-    long = pd.DataFrame(
+    combined = pd.DataFrame(  # the chart: each run's combined figures (per sequence: the tables)
         [
-            (metric, sequence, run, value(run, sequence, metric))
+            (metric, "COMBINED", run, value(run, "COMBINED", metric))
             for metric in TRACKING_METRICS
-            for sequence in sequences
             for run, _, _ in runs
-            if value(run, sequence, metric) is not None
+            if value(run, "COMBINED", metric) is not None
         ],
         columns=["metric", "sequence", "run", "value"],
     )
-    chart = grouped_bars(long, "metric", "sequence", "run", "value", "%", "egohumans-sequences")
+    chart = grouped_bars(combined, "metric", "sequence", "run", "value", "% (combined)", "egohumans-sequences")
     fields = [f for f in ("IDF1", "MOTA", "MOTP", "IDSW") if any(f in row for row in published.rows.values())]
     apart = {run: mismatch(metrics.get(run, {}), published) for run in mapping}  # not the published data: why
     beside = {

@@ -82,6 +82,15 @@ class DetectSettings(Section):
     yolo_batch: Annotated[int, Field(ge=1, le=1024)]
     yolo_imgsz: Annotated[int, Field(ge=32, le=4096, multiple_of=32)]
 
+    @model_validator(mode="after")
+    def _weights_for_yolo(self) -> DetectSettings:
+        if "yolo" in self.modes and self.yolo_weights is None:
+            raise ValueError(
+                "mode yolo needs yolo_weights: the path of a local YOLO weights file (.pt; nothing is downloaded), "
+                "or 'arch-only' for the untrained architecture"
+            )
+        return self
+
 
 @cache
 def packaged_trackers() -> dict[str, dict[str, Any]]:

@@ -22,6 +22,10 @@ FRAMES = Path("data/egonormia/frames")  # the frames stage's folder: <id>.jpg an
 DESCRIPTIONS = Path("data/egonormia/descriptions.parquet")
 RESPONSES = Path("data/egonormia/responses.parquet")
 BATCHES = Path("data/egonormia/batches")  # backend openai_batch: every batch's request file (JSONL), as sent
+BATCHES_NOTE = (  # BATCHES/README.txt: the folder is never empty (DVC warns of an empty output on every run)
+    "Request files (JSONL) of the OpenAI Batch API batches the egonormia_infer stage sent, one per batch, as sent;\n"
+    "none when no model is asked in batches (egonormia.model.backend or a baseline's: openai_batch).\n"
+)
 PREDICTIONS = Path("data/egonormia/predictions.parquet")
 EVAL_JSON = Path("data/egonormia/predictions_eval.json")
 METRICS_FILE = Path("metrics/egonormia.json")

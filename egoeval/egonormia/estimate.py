@@ -12,8 +12,9 @@ Tokens of a new call: its prompt tokens are the mean the endpoint reported (``us
 for the cached calls of the same model, setting and question; without any, the prompt's text at 4 characters a
 token (OpenAI's rule of thumb for English) plus each image by OpenAI's rule for the gpt-4o class at detail
 ``auto``/``high`` (``image_tokens``). Its completion tokens are the mean reported for those cached calls, else the
-model's ``max_tokens`` (an upper bound). No tokenizer is bundled for the OpenAI models (tiktoken fetches its tables
-at run time), so nothing is tokenized locally. Cost at ``egonormia.model.price`` (USD per million tokens).
+``max_tokens`` the request itself asks for, as the protocol sends it (the official protocol's 2000, whatever
+``egonormia.model.max_tokens`` says): an upper bound. No tokenizer is bundled for the OpenAI models (tiktoken fetches
+its tables at run time), so nothing is tokenized locally. Cost at ``egonormia.model.price`` (USD per million tokens).
 
 Needs the infer stage's inputs (data/egonormia/fetched, frames, descriptions.parquet): ``dvc repro
 egonormia_describe`` makes them (no model call with ``describe.source: dataset``; with ``model`` that stage's
@@ -145,7 +146,7 @@ def estimate(root: Path = Path(".")) -> list[dict[str, Any]]:
             for row in new.itertuples(index=False):
                 prompt, completion = measured.get((row.setting, row.subtask), ([], []))
                 prompt_tokens += _mean(prompt) or rule_prompt_tokens(client.missed[row.request_key])
-                completion_tokens += _mean(completion) or model.max_tokens
+                completion_tokens += _mean(completion) or client.missed[row.request_key].decoding.max_tokens
             price = model.price
             out.append(
                 {

@@ -203,7 +203,9 @@ def leaderboard(
 
 def category_section(categories: pd.DataFrame) -> str:
     require_columns(categories, ("setting", "model", "category", "n", "accuracy"), CATEGORIES_FILE)
-    chart = grouped_bars(categories, "setting", "category", "model", "accuracy", "action accuracy %", "egonormia-cat")
+    chart = grouped_bars(
+        categories, "setting", "category", "model", "accuracy", "action accuracy %", "egonormia-cat", count="n"
+    )
     rows = [
         [esc(r.setting), esc(r.model), esc(r.category), esc(r.n), fmt(r.accuracy)]
         for r in categories.itertuples(index=False)

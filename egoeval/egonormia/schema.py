@@ -32,11 +32,12 @@ layout, columns ``id, behaviors, justifications, correct_idx, sensible_idx, desc
 
 Rows are read as the official code reads them: an unknown taxonomy label is dropped from the categories, an
 empty description is kept, behaviours without exactly one empty option are kept; each is counted
-(``ReadNotes``) and the fetch stage logs the counts. Structural problems (not 5 options, a bad index, an
+(a ``Counter`` of notes) and the fetch stage logs the counts. Structural problems (not 5 options, a bad index, an
 unsafe id) stop the read with an error naming the file and row.
 
 The verified split (200 ids) ships with the project: ``egoeval/egonormia/data/verified_split.json``, the
-official ``src/final_dataset/verified_split.json`` (see ``VERIFIED_SOURCE``); a folder's own
+official ``src/final_dataset/verified_split.json`` (MIT; its commit and sha256 beside ``SHIPPED_SPLIT``); a
+folder's own
 ``verified_split.json`` adds to it.
 
 Media (``find_video``, ``find_strip``) under a media root (the items' folder unless
@@ -102,15 +103,11 @@ ITEMS_SCHEMA = pa.schema(
 VERIFIED_SPLIT = "verified_split.json"
 DATASETS = {"egonormia": "final_data.json", "ood_robot": "ood_robot.json"}
 NOT_ITEMS = {VERIFIED_SPLIT, "manifest.sha256"}
+# Open-Social-World/EgoNormia src/final_dataset/verified_split.json at commit 0b03a0210ab5ef2ccc967700eeb70e8837077277
+# (MIT), sha256 65820d50f700ca5d8bc2225910db8e1996e7b8eddb20d495a8cefcf732c23cff
 SHIPPED_SPLIT = Path(__file__).parent / "data" / VERIFIED_SPLIT
-VERIFIED_SOURCE = (
-    "Open-Social-World/EgoNormia src/final_dataset/verified_split.json at commit "
-    "0b03a0210ab5ef2ccc967700eeb70e8837077277 (MIT), sha256 "
-    "65820d50f700ca5d8bc2225910db8e1996e7b8eddb20d495a8cefcf732c23cff"
-)
 PREV_VIDEO = "video_prev.mp4"
 PREV_STRIP = "frame_all_prev.jpg"
-ReadNotes = Counter  # what was read leniently, as the official code reads it: {note: rows}
 MAX_ID_LENGTH = 200
 _ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _SHOWN_ERRORS = 5

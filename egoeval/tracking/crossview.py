@@ -44,7 +44,6 @@ from egoeval.tracking.mot import WORLD_COLUMNS
 from egoeval.tracking.similarity import sequence_data
 
 CAMERA_FIELDS = ["IDF1", "IDP", "IDR"]
-WORLD_PERCENT = ["HOTA", "DetA", "AssA", "LocA", "MOTA", "MOTP", "IDF1", "IDP", "IDR"]
 INTERVAL_FIELDS = {"camera": CAMERA_FIELDS, "world": ["HOTA", "MOTA", "IDF1", "IDP", "IDR"]}
 
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from egoeval.egonormia.artifacts import BATCHES, RESPONSES
+from egoeval.egonormia.artifacts import BATCHES, BATCHES_NOTE, RESPONSES
 from egoeval.egonormia.inference import check_failures, inference_inputs, run_inference
 from egoeval.io import write_parquet
 from egoeval.stage import run_stage
@@ -41,7 +41,9 @@ def main(argv: list[str] | None = None) -> int:
 
     def run() -> None:
         inputs = inference_inputs()
-        BATCHES.mkdir(parents=True, exist_ok=True)  # a declared output, empty unless a model is asked in batches
+        BATCHES.mkdir(parents=True, exist_ok=True)  # a declared output: request files, when a model is batched
+        if not (BATCHES / "README.txt").is_file():
+            (BATCHES / "README.txt").write_text(BATCHES_NOTE)
         responses = run_inference(*inputs, ledger=True)
         check_failures(responses, inputs.infer.max_failure_rate)
         write_parquet(RESPONSES, responses)

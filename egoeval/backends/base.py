@@ -82,9 +82,11 @@ class ChatRequest:
     ``content_as_parts``: every message's content is sent as a list of parts, text alone too (else a text-only
     message is sent as a plain string). ``content_despite_refusal``: a reply's content is the reply even beside a
     ``refusal`` field or a ``content_filter`` finish, as a client that reads only the content sees it (else those
-    are refusals). ``namespace`` is the caller's name for the conventions the request was built under; it enters
-    the request key, so that requests built under different conventions never share a cached reply. ``choices`` is
-    the question as a multiple choice, for the baselines that answer from it.
+    are refusals). ``undecodable_as_api_error``: a 200 reply whose body is not UTF-8 is an API error of the call
+    (retried, then that call's failure), as the official client raises on it (else it is the request's own
+    permanent failure, never retried). ``namespace`` is the caller's name for the conventions the request was built
+    under; it enters the request key, so that requests built under different conventions never share a cached reply.
+    ``choices`` is the question as a multiple choice, for the baselines that answer from it.
     """
 
     messages: tuple[Message, ...]
@@ -92,6 +94,7 @@ class ChatRequest:
     choices: MultipleChoice | None = None
     content_as_parts: bool = False
     content_despite_refusal: bool = False
+    undecodable_as_api_error: bool = False
     namespace: str = "egoeval"
 
 

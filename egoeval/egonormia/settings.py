@@ -102,6 +102,12 @@ def _url(value: str | None) -> str | None:
     return value
 
 
+MAX_BATCH_POLL_S = 3_600.0  # an hour between polls of a batch at most
+MAX_BATCH_DEADLINE_S = 172_800.0  # two completion windows (24 h each): the most a run waits for its batches
+BatchPollSeconds = Annotated[float, Field(gt=0, le=MAX_BATCH_POLL_S, allow_inf_nan=False)]
+BatchDeadlineSeconds = Annotated[float, Field(gt=0, le=MAX_BATCH_DEADLINE_S, allow_inf_nan=False)]
+
+
 class Price(Section):
     """``egonormia.model.price``: USD per million tokens, as the provider bills them."""
 
@@ -125,8 +131,8 @@ class ModelSpec(Section):
     retry_max_s: PositiveFloat = 30.0
     published_as: NonEmptyStr | None = None  # the model's name in the published results (egoeval compare)
     price: Price | None = None  # for `egoeval estimate` and the run's ledger; null: tokens only, no cost
-    batch_poll_s: PositiveFloat = 30.0  # openai_batch: seconds between polls of a submitted batch
-    batch_deadline_s: PositiveFloat = 86_400.0  # openai_batch: the most seconds a run waits for its batches
+    batch_poll_s: BatchPollSeconds = 30.0  # openai_batch: seconds between polls of a submitted batch
+    batch_deadline_s: BatchDeadlineSeconds = 86_400.0  # openai_batch: the most seconds a run waits for its batches
     batch_max_requests: Annotated[int, Field(ge=1, le=50_000)] = 50_000  # openai_batch: requests per batch
 
     @model_validator(mode="after")
@@ -135,6 +141,11 @@ class ModelSpec(Section):
             raise ValueError(f"backend {self.backend} needs base_url (e.g. http://127.0.0.1:8000/v1)")
         if self.retry_base_s > self.retry_max_s:
             raise ValueError(f"retry_base_s ({self.retry_base_s}) must not exceed retry_max_s ({self.retry_max_s})")
+        if self.batch_poll_s > self.batch_deadline_s:
+            raise ValueError(
+                f"batch_poll_s ({self.batch_poll_s:g}) must not exceed batch_deadline_s ({self.batch_deadline_s:g}): "
+                "a run would give up after one poll"
+            )
         return self
 
 
@@ -151,8 +162,8 @@ class EvaluatedModel(ModelSpec):
     retry_base_s: NonNegativeFloat
     retry_max_s: PositiveFloat
     published_as: NonEmptyStr | None
-    batch_poll_s: PositiveFloat
-    batch_deadline_s: PositiveFloat
+    batch_poll_s: BatchPollSeconds
+    batch_deadline_s: BatchDeadlineSeconds
     batch_max_requests: Annotated[int, Field(ge=1, le=50_000)]
 
 

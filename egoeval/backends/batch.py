@@ -362,7 +362,8 @@ def run_batches(client: Any, units: Sequence[Unit], records: Path, label: str = 
                 stored = cache.entry(key_answered)
                 if stored is not None:
                     client.count_batched(key_answered, stored[1])
-            state.drop(lambda entry, merged=batch: entry.input_file_id == merged.input_file_id)
+            if set(batch.keys) <= found.pending.keys():  # else another shard's requests are in it: it merges them
+                state.drop(lambda entry, merged=batch: entry.input_file_id == merged.input_file_id)
 
 
 def _chunks(requests: dict[str, ChatRequest], size: int) -> Iterable[dict[str, ChatRequest]]:
@@ -532,9 +533,11 @@ def _merge(
         except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
             malformed += 1  # a line that is no result: its request is sent online
             continue
-        if custom_id not in asked or custom_id not in requests:
+        if custom_id not in asked:
             unknown += 1
             continue
+        if custom_id not in requests:
+            continue  # another shard's request in a batch this process resumed: that shard merges it
         replies.setdefault(custom_id, []).append((status, body))
     if file_id and unknown and not replies:
         raise EndpointError(
@@ -559,7 +562,7 @@ def _merge(
         meta |= {name: n for name, n in usage if n is not None}
         cache.put(custom_id, reply.text, meta | {"batch": batch.batch_id})
         answered.add(custom_id)
-    missing = asked - answered
+    missing = (asked & requests.keys()) - answered
     said = [
         f"{n} {what}"
         for n, what in (
@@ -572,7 +575,8 @@ def _merge(
     if missing or said:
         status = answer.get("status") if answer.get("status") in DONE else "?"
         print(
-            f"{label}: batch {batch.batch_id} ({status}): {'; '.join([*said, ''])}{len(missing)} of {len(asked)} "
+            f"{label}: batch {batch.batch_id} ({status}): {'; '.join([*said, ''])}{len(missing)} of "
+            f"{len(asked & requests.keys())} "
             "requests unanswered; they are sent online",
             file=sys.stderr,
         )

@@ -3,7 +3,7 @@
 The API key is read from the environment variable *named* by ``api_key_env`` at call time; it is never kept on
 the object. Everything the endpoint sends back crosses one boundary (``_Answer.read``): the body is read up to
 ``reply_byte_limit(max_tokens)`` bytes, within ``timeout_s`` from connect to its last byte, and the key is
-redacted from every string in it before anything cuts, stores, logs or shows it.
+redacted (``redact``: every encoding of it) from every string in it before anything cuts, stores, logs or shows it.
 
 What an answer means:
 
@@ -12,8 +12,11 @@ What an answer means:
 - 408, 409, 425, 429, 5xx, dropped connections, timeouts, empty or malformed bodies: transient, retried;
 - 400, 413, 422 (a content-policy refusal, an image the endpoint will not read) and a reply over the size cap:
   that request's own failure (RequestRejected), never retried;
+- a 200 whose body is not UTF-8: that request's failure (RequestRejected), or, for a request read as the official
+  client reads it (``undecodable_as_api_error``), transient: that client raises on such a body;
 - 401, 403, 404, 405 and other statuses, an HTML page, a 200 whose body is an error object, a body that cannot
-  be decoded, a URL that cannot be called: EndpointError (every call would fail alike: exit 2);
+  be decoded, a content that is not a string (a list of parts), a URL that cannot be called: EndpointError (every
+  call would fail alike: exit 2);
 - nothing answers at the address, and nothing ever did: EndpointDown (exit 75), within CONNECT_TIMEOUT_S.
 """
 

@@ -5,6 +5,8 @@ and the response cache and last good outputs byte-identical after a failed run."
 from __future__ import annotations
 
 import json
+import secrets
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -16,7 +18,7 @@ from typing import Any
 import pandas as pd
 import pytest
 import yaml
-from conftest import EGOEVAL, REPO, tool_env
+from conftest import EGOEVAL, REPO, dvc, tool_env
 from test_infer import KEY_ENV, SECRET, make_items, model_spec, write_stage_inputs
 
 from egoeval.egonormia.artifacts import RESPONSES
@@ -364,3 +366,35 @@ def test_a_reply_that_is_not_utf8_is_an_api_error_retried_under_official(tmp_pat
     assert (pd.read_parquet(tmp_path / RESPONSES)["error"] == "").all()
     first = json.dumps(server.requests[0].body, sort_keys=True)
     assert sum(json.dumps(r.body, sort_keys=True) == first for r in server.requests) == 2  # the API error, retried
+
+
+@pytest.mark.slow
+def test_no_file_of_the_workspace_or_the_dvc_cache_holds_the_key_after_a_batch_run_under_dvc_repro(
+    reproduced: Path, tmp_path: Path
+) -> None:
+    """`dvc repro` with backend openai_batch against an endpoint that echoes the key JSON-\\u-escaped and URL-encoded
+    in every result and error line: no file of the workspace (outputs, the response cache, .dvc/cache, dvc.lock,
+    the request files) holds it in any encoding."""
+    secret = "sk-canary/" + secrets.token_hex(8) + "+x"  # made at run time; a slash and a plus
+    workspace = Path(shutil.copytree(reproduced, tmp_path / "ws", symlinks=True))
+    items = pd.read_parquet(workspace / "data/egonormia/fetched/items.parquet")
+    params = yaml.safe_load((workspace / "params.yaml").read_text())
+    with OpenAIServer(policy=KeyedPolicy.from_items(items), echo_auth=True, schedule=["400"]) as server:
+        params["egonormia"]["model"].update(
+            backend="openai_batch",
+            name="loopback-batch-vlm",
+            base_url=server.url,
+            api_key_env=KEY_ENV,
+            batch_poll_s=0.05,
+        )
+        params["egonormia"]["baselines"] = []
+        (workspace / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+        run = dvc(workspace, "repro", "egonormia_score", **{KEY_ENV: secret})
+        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    results = [server.files[b["output_file_id"]] for b in server.batches.values()]
+    assert results and all(encodings(secret)["json-escaped"] in content for content in results)
+    files = [path for path in workspace.rglob("*") if path.is_file() and not path.is_symlink()]
+    assert any(".dvc/cache" in str(path) for path in files)
+    for name, spelled in encodings(secret).items():
+        for text in [run.stdout.encode(), run.stderr.encode(), *(path.read_bytes() for path in files)]:
+            assert spelled not in text, name

@@ -14,7 +14,12 @@ It also offers the OpenAI Batch API (``POST /v1/files``, ``POST /v1/batches``, `
 ``GET /v1/files/{id}/content``): each line of a batch is answered as the same request sent online would be (the
 same policy and fault injection, recorded with ``via="batch"``), ``batch_turnaround_s`` after the batch was
 created; ``batch_outcomes[n]`` makes the n-th batch ``expired`` (its second half unanswered, in the error file as
-``batch_expired``) or ``failed`` (nothing answered). ``batches_created`` counts the batches created.
+``batch_expired``) or ``failed`` (nothing answered). ``batches_created`` counts the batches created. Hostile
+Batch API behaviours, as options: ``batch_rewrite`` rewrites every batch object GET /v1/batches/{id} answers (another
+batch's id or input file, absurd counts, terminal escapes in its status), ``results_rewrite`` rewrites a finished
+batch's result rows (a row given as a string is written as that raw line: malformed lines, duplicates, replies for
+requests never asked), ``forget_batches`` answers 404 for every batch id, and ``echo_auth`` echoes the Authorization
+header the batch was created with into every result line and error line, JSON ``\\u``-escaped and URL-encoded.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import re
 import sys
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -57,6 +63,7 @@ FAULTS = (
     "gzip",  # 200, Content-Encoding gzip, a body that is not gzip
     "error_object",  # 200 whose body is an error object, not a completion
     "huge",  # a valid completion of huge_bytes characters, whatever max_tokens asked
+    "not_utf8",  # 200, a completion whose JSON body holds bytes that are not UTF-8
 )
 Policy = Callable[[dict[str, Any]], "str | Served"]
 _OPTION = re.compile(r"^([1-9])\. (.*)$", re.MULTILINE)
@@ -219,6 +226,9 @@ class OpenAIServer:
         huge_bytes: int = 50_000_000,
         batch_turnaround_s: float = 0.0,
         batch_outcomes: Sequence[str] = (),
+        batch_rewrite: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        results_rewrite: Callable[[list[dict[str, Any]]], list[Any]] | None = None,
+        forget_batches: bool = False,
     ) -> None:
         """``schedule[n]`` is the fault of the n-th request overall; ``per_request[k]`` the fault of the k-th
         attempt of each distinct request body; otherwise a fault from ``fault_kinds`` with ``fault_rate``."""
@@ -238,6 +248,9 @@ class OpenAIServer:
         self.huge_bytes = huge_bytes
         self.batch_turnaround_s = batch_turnaround_s
         self.batch_outcomes = list(batch_outcomes)
+        self.batch_rewrite = batch_rewrite
+        self.results_rewrite = results_rewrite
+        self.forget_batches = forget_batches
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
         self.batches_created = 0
@@ -309,8 +322,8 @@ class OpenAIServer:
             self.files[file_id] = content
         return {"id": file_id, "object": "file", "bytes": len(content), "purpose": "batch", "created_at": 0}
 
-    def create_batch(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        """(status, batch object or error) of POST /v1/batches."""
+    def create_batch(self, request: dict[str, Any], auth: str = "") -> tuple[int, dict[str, Any]]:
+        """(status, batch object or error) of POST /v1/batches; ``auth``: the Authorization header it came with."""
         if request.get("input_file_id") not in self.files:
             return 400, {"error": {"message": f"no such file {request.get('input_file_id')!r}"}}
         if request.get("endpoint") != "/v1/chat/completions" or request.get("completion_window") != "24h":
@@ -331,25 +344,26 @@ class OpenAIServer:
                 "created_at": time.time(),
                 "request_counts": {"total": 0, "completed": 0, "failed": 0},
                 "outcome": outcome,
+                "auth": auth,
             }
             self.batches[batch["id"]] = batch
         return 200, self._public(batch)
 
     @staticmethod
     def _public(batch: dict[str, Any]) -> dict[str, Any]:
-        return {name: value for name, value in batch.items() if name != "outcome"}
+        return {name: value for name, value in batch.items() if name not in {"outcome", "auth"}}
 
     def batch(self, batch_id: str) -> dict[str, Any] | None:
         """GET /v1/batches/{id}: the batch, answered once its turnaround has passed."""
         with self._lock:
-            batch = self.batches.get(batch_id)
+            batch = None if self.forget_batches else self.batches.get(batch_id)
         if batch is None:
             return None
         if batch["status"] == "validating":
             batch["status"] = "in_progress"
         elif batch["status"] == "in_progress" and time.time() >= batch["created_at"] + self.batch_turnaround_s:
             self._finish(batch)
-        return self._public(batch)
+        return self.batch_rewrite(self._public(batch)) if self.batch_rewrite else self._public(batch)
 
     def _finish(self, batch: dict[str, Any]) -> None:
         lines = [json.loads(line) for line in self.files[batch["input_file_id"]].decode().splitlines() if line]
@@ -367,17 +381,48 @@ class OpenAIServer:
         for line in lines[len(answered) :] if outcome == "expired" else []:
             error = {"code": "batch_expired", "message": "This request could not be executed before the window"}
             errors.append({"id": "batch_req_x", "custom_id": line["custom_id"], "response": None, "error": error})
+        ok = sum(1 for row in output if row["response"]["status_code"] == 200)
+        if self.echo_auth:
+            output, errors = _echoed(output, batch["auth"]), _echoed(errors, batch["auth"])
+        if self.results_rewrite:
+            output = self.results_rewrite(output)
         with self._lock:
             for name, rows in (("output_file_id", output), ("error_file_id", errors)):
                 if rows:
                     file_id = f"file-{len(self.files)}"
-                    self.files[file_id] = "".join(json.dumps(row) + "\n" for row in rows).encode()
+                    self.files[file_id] = b"".join(_line(row, batch["auth"] if self.echo_auth else "") for row in rows)
                     batch[name] = file_id
-            ok = sum(1 for row in output if row["response"]["status_code"] == 200)
             batch["request_counts"] = {"total": len(lines), "completed": ok, "failed": len(lines) - ok}
             batch["status"] = outcome
             if outcome == "failed":
                 batch["errors"] = {"object": "list", "data": [{"code": "invalid", "message": "injected failure"}]}
+
+
+def _echoed(rows: list[dict[str, Any]], auth: str) -> list[dict[str, Any]]:
+    """Result or error rows that quote ``auth``: raw in each completion's content and error message (JSON-escaped by
+    ``_line``) and URL-encoded beside it, as a careless proxy that logs its requests into replies might."""
+    quoted = f"Called with {auth} (as a URL: ?auth={urllib.parse.quote(auth, safe='')})."
+    for row in rows:
+        body = (row.get("response") or {}).get("body") or {}
+        for choice in body.get("choices") or []:
+            message = choice.get("message") or {}
+            if isinstance(message.get("content"), str):
+                message["content"] = f"{quoted}\n{message['content']}"
+        for error in (body.get("error"), row.get("error")):
+            if isinstance(error, dict):
+                error["message"] = f"{error.get('message')} {quoted}"
+    return rows
+
+
+def _line(row: Any, auth: str) -> bytes:
+    """One line of a batch's results or errors file; a string row as given; ``auth`` written JSON \\u-escaped."""
+    if isinstance(row, str):
+        return (row + "\n").encode()
+    text = json.dumps(row)
+    if auth:
+        token = auth.removeprefix("Bearer ")
+        text = text.replace(token, "".join(f"\\u{ord(c):04x}" for c in token))
+    return (text + "\n").encode()
 
 
 def _batch_reply(server: OpenAIServer, fault: str | None, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
@@ -500,7 +545,7 @@ def _make_handler(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
                 self._upload(raw)
                 return
             if self.path.rstrip("/") == "/v1/batches":
-                status, answer = server.create_batch(json.loads(raw))
+                status, answer = server.create_batch(json.loads(raw), self.headers.get("Authorization", ""))
                 self._send(status, json.dumps(answer).encode())
                 return
             if self.path.rstrip("/") != "/v1/chat/completions":
@@ -586,6 +631,9 @@ def _make_handler(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
                 self._send(
                     200, json.dumps(_completion(str(body.get("model")), Served("x" * server.huge_bytes))).encode()
                 )
+            elif fault == "not_utf8":  # a completion whose text is Latin-1 and worse: bytes no UTF-8 decoder takes
+                payload = json.dumps(_completion(str(body.get("model")), Served("Answer: 1 CAFE"))).encode()
+                self._send(200, payload.replace(b"CAFE", b"caf\xe9 \xff\xfe"))
             elif fault == "html":  # a login page or a web server's index where the API should be
                 self._send(200, b"<!doctype html><html><body>Sign in</body></html>", {"Content-Type": "text/html"})
             elif fault == "refusal":

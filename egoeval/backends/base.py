@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -80,9 +82,11 @@ class ChatRequest:
     ``content_as_parts``: every message's content is sent as a list of parts, text alone too (else a text-only
     message is sent as a plain string). ``content_despite_refusal``: a reply's content is the reply even beside a
     ``refusal`` field or a ``content_filter`` finish, as a client that reads only the content sees it (else those
-    are refusals). ``namespace`` is the caller's name for the conventions the request was built under; it enters
-    the request key, so that requests built under different conventions never share a cached reply. ``choices`` is
-    the question as a multiple choice, for the baselines that answer from it.
+    are refusals). ``undecodable_as_api_error``: a 200 reply whose body is not UTF-8 is an API error of the call
+    (retried, then that call's failure), as the official client raises on it (else it is the request's own
+    permanent failure, never retried). ``namespace`` is the caller's name for the conventions the request was built
+    under; it enters the request key, so that requests built under different conventions never share a cached reply.
+    ``choices`` is the question as a multiple choice, for the baselines that answer from it.
     """
 
     messages: tuple[Message, ...]
@@ -90,6 +94,7 @@ class ChatRequest:
     choices: MultipleChoice | None = None
     content_as_parts: bool = False
     content_despite_refusal: bool = False
+    undecodable_as_api_error: bool = False
     namespace: str = "egoeval"
 
 
@@ -104,10 +109,40 @@ class Reply:
     completion_tokens: int | None = None
 
 
+def _hex(number: int, width: int) -> str:
+    """A pattern for ``number`` in ``width`` hex digits, either case."""
+    return "".join(f"[{d}{d.upper()}]" if d.isalpha() else d for d in f"{number:0{width}x}")
+
+
+def _encoded_char(char: str) -> str:
+    """Every way one character of a secret can be spelled in what an endpoint sends back: itself, a JSON ``\\u``
+    escape (or an escaped one: JSON inside a JSON string), ``\\/`` for a slash, a percent escape of each of its
+    UTF-8 bytes (URL encoding) or a percent-escaped percent escape (URL encoding twice)."""
+    ways = [re.escape(char)]
+    code = ord(char)
+    if code <= 0xFFFF:
+        ways += [r"\\u" + _hex(code, 4), r"\\\\u" + _hex(code, 4)]
+    if char == "/":
+        ways.append(r"\\/")
+    utf8 = char.encode("utf-8")
+    ways.append("".join("%" + _hex(byte, 2) for byte in utf8))
+    ways.append("".join("%25" + _hex(byte, 2) for byte in utf8))
+    return "(?:" + "|".join(ways) + ")"
+
+
+@functools.lru_cache(maxsize=8)
+def _secret_pattern(secret: str) -> re.Pattern[str]:
+    """The secret in any mixture of its encodings, character by character (so partly escaped spellings match too)."""
+    return re.compile("".join(_encoded_char(char) for char in secret))
+
+
 def redact(text: str, secret: str | None) -> str:
-    """``text`` with every occurrence of ``secret`` replaced by ``***``: the one redaction, applied to every string
-    that comes from an endpoint before it is cut, stored, logged or shown."""
-    return text.replace(secret, "***") if secret else text
+    """``text`` with every occurrence of ``secret`` replaced by ``***``, in whatever encoding it appears: raw, JSON
+    ``\\u``-escaped in part or whole, URL-encoded (percent escapes, once or twice). The one redaction, applied to every
+    string that comes from an endpoint before it is parsed, cut, stored, logged or shown."""
+    if not secret:
+        return text
+    return _secret_pattern(secret).sub("***", text)
 
 
 class BackendError(Exception):

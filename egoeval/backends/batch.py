@@ -20,13 +20,14 @@ again. The same request key as ``backend: openai`` is used, so the two backends 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import re
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
@@ -52,6 +53,10 @@ STATE_FILE = "batches.json"  # beside the response cache: the batches submitted 
 DONE = {"completed", "failed", "expired", "cancelled"}  # a batch in any of these states changes no more
 API_BYTES = 1 << 20  # the most bytes kept of a Batch API answer other than a results file
 LINE_ENVELOPE_BYTES = 4096  # a results line's JSON around the chat completion
+PROGRESS_EVERY_S = 10.0  # the most often a progress line is printed
+PROGRESS_BATCHES = 4  # the most batches a progress line names (the others are counted)
+MAX_COUNT = 10**9  # a request count beyond this (or negative, or not an integer) is not shown
+STATUS = re.compile(r"[a-z_]{1,20}")  # a batch status as the Batch API spells one
 
 
 class BatchEntry(ModelEntry, Protocol):
@@ -64,6 +69,10 @@ class BatchEntry(ModelEntry, Protocol):
 
 class BatchError(TransientError, TransientFailure):
     """A Batch API call that failed in a way a later run may not (5xx, 429, a dropped connection): exit 75."""
+
+
+class BatchNotFound(EndpointError):
+    """A Batch API call answered 404: the batch or file it names is unknown to the endpoint."""
 
 
 class OpenAIBatchBackend(OpenAIBackend):
@@ -141,7 +150,7 @@ class OpenAIBatchBackend(OpenAIBackend):
         if answer.status == 429 or answer.status >= 500:
             raise BatchError(f"{url}: http {answer.status}: {answer.detail()}", retry_after=answer.retry_after)
         if answer.status != 200:
-            raise EndpointError(
+            raise (BatchNotFound if answer.status == 404 else EndpointError)(
                 f"{url} answered http {answer.status}: {answer.detail()}; the endpoint must offer the OpenAI Batch "
                 f"API (backend openai_batch); check base_url and ${self.api_key_env} (else use backend openai)"
             )
@@ -205,30 +214,71 @@ class Submitted:
 
 
 class BatchState:
-    """``batches.json`` beside the response cache: every batch submitted and not yet merged, rewritten atomically."""
+    """``batches.json`` beside the response cache: every batch submitted and not yet merged, by every process that
+    uses the cache. Each change re-reads the record under an exclusive lock (``batches.json.lock``), applies itself
+    and writes the record atomically, so concurrent shards add to one record and a crash never half writes it."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.batches: list[Submitted] = []
-        if path.exists():
-            try:
-                raw = json.loads(path.read_text(encoding="utf-8"))
-                self.batches = [Submitted(**entry) for entry in raw["batches"]]
-            except (OSError, ValueError, KeyError, TypeError) as error:
-                raise EndpointError(
-                    f"{path}: unreadable batch state ({type(error).__name__}); it lists batches already paid for: "
-                    "repair it, or move it away to submit them again"
-                ) from None
+        self.reload()
 
-    def save(self) -> None:
-        """Write the state: a temporary file, flushed to disk, renamed over the old one (never half written)."""
-        text = json.dumps({"batches": [vars(b) for b in self.batches]}, indent=1, sort_keys=True)
-        temporary = self.path.with_name(self.path.name + ".tmp")
-        with open(temporary, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, self.path)
+    def _read(self) -> list[Submitted]:
+        if not self.path.exists():
+            return []
+        try:
+            raw = json.loads(self.path.read_text(encoding="utf-8"))
+            return [Submitted(**entry) for entry in raw["batches"]]
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise EndpointError(
+                f"{self.path}: unreadable batch state ({type(error).__name__}); it lists batches already paid for: "
+                "repair it, or move it away to submit them again"
+            ) from None
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        with open(self.path.with_name(self.path.name + ".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def reload(self) -> None:
+        """The record as every process left it."""
+        with self._locked():
+            self.batches = self._read()
+
+    def change(self, apply: Callable[[list[Submitted]], None]) -> None:
+        """Re-read the record, ``apply`` a change to its list, write it back: all under the lock."""
+        with self._locked():
+            batches = self._read()
+            apply(batches)
+            text = json.dumps({"batches": [vars(b) for b in batches]}, indent=1, sort_keys=True)
+            temporary = self.path.with_name(self.path.name + f".{os.getpid()}.tmp")
+            with open(temporary, "w", encoding="utf-8") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temporary, self.path)
+            self.batches = batches
+
+    def add(self, batch: Submitted) -> None:
+        self.change(lambda batches: batches.append(batch))
+
+    def record_id(self, batch: Submitted) -> None:
+        """Record ``batch``'s id (the entry with its input file)."""
+
+        def apply(batches: list[Submitted]) -> None:
+            for entry in batches:
+                if entry.input_file_id == batch.input_file_id:
+                    entry.batch_id = batch.batch_id
+
+        self.change(apply)
+
+    def drop(self, done: Callable[[Submitted], bool]) -> None:
+        """Remove every entry ``done`` says is finished with."""
+        self.change(lambda batches: batches.__setitem__(slice(None), [b for b in batches if not done(b)]))
 
 
 # ------------------------------------------------------------------ rounds: one batch per call a conversation is at
@@ -283,11 +333,16 @@ def run_batches(client: Any, units: Sequence[Unit], records: Path, label: str = 
         if not found.pending:
             return unanswered
         number += 1
+        state.reload()  # what every process (another shard) recorded so far
+
+        def finished(batch: Submitted) -> bool:  # this endpoint's batch whose every request is answered
+            mine = (batch.model, batch.base_url) == (backend.model, backend.base_url)
+            return mine and all(cache.entry(key) is not None for key in batch.keys)
+
+        state.drop(finished)
         mine = [b for b in state.batches if (b.model, b.base_url) == (backend.model, backend.base_url)]
         resumed = [b for b in mine if set(b.keys) & found.pending.keys()]
-        for stale in (b for b in mine if b not in resumed):  # every request answered: nothing to wait for
-            state.batches.remove(stale)
-        covered = {key for b in resumed for key in b.keys}
+        covered = {key for b in mine for key in b.keys}  # another shard's batch too: never submitted twice
         fresh = {k: r for k, r in found.pending.items() if k not in covered}
         if resumed:
             print(f"{label}: round {number}: resuming {len(resumed)} submitted batch(es)", file=sys.stderr)
@@ -298,16 +353,17 @@ def run_batches(client: Any, units: Sequence[Unit], records: Path, label: str = 
             f"{label}: round {number}: {len(found.pending)} requests in {len(batches)} batch(es), waiting",
             file=sys.stderr,
         )
-        finished = _wait(backend, batches, deadline, label, state)
-        for batch, answer in zip(batches, finished, strict=True):
-            missing = _merge(backend, cache, batch, answer, found.pending, label)
+        answers = _wait(backend, batches, deadline, label, state)
+        key = os.environ.get(backend.api_key_env) if backend.api_key_env else None
+        for batch, answer in zip(batches, answers, strict=True):
+            missing = _merge(backend, cache, batch, answer, found.pending, label, key)
             unanswered |= missing
-            for key in sorted(set(batch.keys) - missing):
-                stored = cache.entry(key)
+            for key_answered in sorted(set(batch.keys) - missing):
+                stored = cache.entry(key_answered)
                 if stored is not None:
-                    client.count_batched(key, stored[1])
-            state.batches.remove(batch)
-            state.save()
+                    client.count_batched(key_answered, stored[1])
+            if set(batch.keys) <= found.pending.keys():  # else another shard's requests are in it: it merges them
+                state.drop(lambda entry, merged=batch: entry.input_file_id == merged.input_file_id)
 
 
 def _chunks(requests: dict[str, ChatRequest], size: int) -> Iterable[dict[str, ChatRequest]]:
@@ -344,39 +400,60 @@ def _submit(
     os.replace(temporary, path)
     file_id = backend.upload(path.name, content)
     batch = Submitted(backend.model, backend.base_url, str(path), file_id, list(requests))
-    state.batches.append(batch)
-    state.save()  # before the batch exists: a crash now finds it by its input file
+    state.add(batch)  # before the batch exists: a crash now finds it by its input file
     return batch
 
 
 def _ensure_created(backend: OpenAIBatchBackend, state: BatchState, batch: Submitted) -> None:
-    """Create the batch unless it was (a crash between creating it and recording its id: found by its input file)."""
+    """Create the batch unless it was (a crash between creating it and recording its id: found by its input file);
+    the endpoint's batch must be the one made from this input file."""
     if batch.batch_id is not None:
         return
     created = backend.submitted_with(batch.input_file_id) or backend.create(batch.input_file_id)
-    batch.batch_id = _id(created, "id", f"{backend.base_url}/batches")
-    state.save()
+    where = f"{backend.base_url}/batches"
+    batch_id = _id(created, "id", where)
+    _check_ours(created, batch_id, batch, where)
+    batch.batch_id = batch_id
+    state.record_id(batch)
+
+
+def _check_ours(answer: dict[str, Any], batch_id: str, batch: Submitted, where: str) -> None:
+    """Refuse (EndpointError, exit 2) a batch object that is not the batch ``batch`` records: another id or another
+    input file; nothing of it is merged."""
+    said_id, said_input = answer.get("id"), answer.get("input_file_id")
+    if said_id == batch_id and said_input == batch.input_file_id:
+        return
+    raise EndpointError(
+        f"{where} answered a batch that is not this run's: id {_cut(repr(said_id), 80)}, input_file_id "
+        f"{_cut(repr(said_input), 80)}, where batch {batch_id} was created from input file {batch.input_file_id} "
+        f"({batch.request_file}); none of its replies is kept. Check base_url of model {batch.model!r} "
+        "(a proxy or another service answering there?)"
+    )
 
 
 def _wait(
     backend: OpenAIBatchBackend, batches: list[Submitted], deadline: float, label: str, state: BatchState
 ) -> list[dict[str, Any]]:
-    """Poll every ``poll_s`` until each batch is done, printing each batch's status and counts when they change;
-    TransientFailure at the deadline (the ids stay recorded)."""
+    """Poll every ``poll_s`` until each batch is done; TransientFailure at the deadline (the ids stay recorded).
+    Each answer must be the batch polled (``_check_ours``); a batch the endpoint does not know stops the run naming the
+    state file that records it. Progress: one sanitised, bounded line when it changed, at most every
+    PROGRESS_EVERY_S seconds."""
     latest: dict[str, dict[str, Any]] = {}
-    shown = ""
+    shown, shown_at = "", -PROGRESS_EVERY_S
     while True:
         for batch in batches:
-            if latest.get(str(batch.batch_id), {}).get("status") not in DONE:
-                latest[str(batch.batch_id)] = backend.retrieve(str(batch.batch_id))
-        line = "; ".join(_progress(batch_id, answer) for batch_id, answer in latest.items())
-        if line != shown:
-            print(f"{label}: {line}", file=sys.stderr)
-            shown = line
+            batch_id = str(batch.batch_id)
+            if latest.get(batch_id, {}).get("status") not in DONE:
+                latest[batch_id] = _retrieve(backend, state, batch)
         waiting = [batch_id for batch_id, answer in latest.items() if answer.get("status") not in DONE]
+        line = _progress(latest)
+        now = time.monotonic()
+        if line != shown and (now - shown_at >= PROGRESS_EVERY_S or not waiting):
+            print(f"{label}: {line}", file=sys.stderr)
+            shown, shown_at = line, now
         if not waiting:
             return [latest[str(b.batch_id)] for b in batches]
-        if time.monotonic() + backend.poll_s > deadline:
+        if now + backend.poll_s > deadline:
             raise TransientFailure(
                 f"{label}: batches {', '.join(waiting)} not done within batch_deadline_s ({backend.deadline_s:g} s); "
                 f"their ids are recorded in {state.path}: run again to resume them (nothing is submitted twice)"
@@ -384,11 +461,42 @@ def _wait(
         time.sleep(backend.poll_s)
 
 
-def _progress(batch_id: str, answer: dict[str, Any]) -> str:
-    """``<id> <status> <completed>/<total>`` (counts as the endpoint reports them)."""
-    counts = answer.get("request_counts") if isinstance(answer.get("request_counts"), dict) else {}
-    status = _cut(str(answer.get("status")), 40)
-    return f"{batch_id} {status} {counts.get('completed', '?')}/{counts.get('total', '?')}"
+def _retrieve(backend: OpenAIBatchBackend, state: BatchState, batch: Submitted) -> dict[str, Any]:
+    """The batch object of a recorded batch, checked to be that batch."""
+    batch_id = str(batch.batch_id)
+    where = f"{backend.base_url}/batches/{batch_id}"
+    try:
+        answer = backend.retrieve(batch_id)
+    except BatchNotFound:
+        raise EndpointError(
+            f"{state.path}: records batch {batch_id} (input file {batch.input_file_id}, requests in "
+            f"{batch.request_file}), which {where} does not know (http 404): a stale state, or another endpoint or key "
+            f"than it was submitted with. If base_url and ${backend.api_key_env} are the ones it was submitted with, "
+            f"the batch is lost: delete its entry from {state.path} and run again (its requests are submitted anew); "
+            "otherwise restore them to resume it"
+        ) from None
+    _check_ours(answer, batch_id, batch, where)
+    return answer
+
+
+def _count(value: Any) -> str:
+    """A request count as the endpoint reported it when it is one (a non-negative integer within MAX_COUNT), else ?."""
+    ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
+    return str(value) if ok else "?"
+
+
+def _progress(latest: dict[str, dict[str, Any]]) -> str:
+    """``<id> <status> <completed>/<total>`` per batch (at most PROGRESS_BATCHES; the others counted), built only
+    from what passes as a status and a count (ids were checked when recorded): no terminal escapes, bounded."""
+    shown = []
+    for batch_id, answer in list(latest.items())[:PROGRESS_BATCHES]:
+        status = answer.get("status")
+        status = status if isinstance(status, str) and STATUS.fullmatch(status) else "?"
+        counts = answer.get("request_counts")
+        counts = counts if isinstance(counts, dict) else {}
+        shown.append(f"{batch_id} {status} {_count(counts.get('completed'))}/{_count(counts.get('total'))}")
+    more = len(latest) - len(shown)
+    return "; ".join(shown) + (f"; and {more} more batch(es)" if more > 0 else "")
 
 
 def _merge(
@@ -398,43 +506,78 @@ def _merge(
     answer: dict[str, Any],
     requests: dict[str, ChatRequest],
     label: str,
+    key: str | None,
 ) -> set[str]:
-    """Store every reply of a finished batch in the cache, read as the online backend reads a reply; returns the
-    batch's keys without one (expired, failed, an error status, a reply that is no completion)."""
+    """Store every reply of a finished batch that answers one of its requests once, read as the online backend reads
+    a reply (the key redacted); returns the batch's keys without one (expired, failed, an error status, a reply that
+    is no completion, a request answered twice with different replies). Malformed lines, replies for requests never
+    asked and conflicting duplicates are counted and said; a results file none of whose lines answers one of the
+    batch's requests is not this batch's: refused (EndpointError), naming it."""
     asked = set(batch.keys)
     limit = len(asked) * (reply_byte_limit(max(r.decoding.max_tokens for r in requests.values())) + LINE_ENVELOPE_BYTES)
-    answered: set[str] = set()
     output = answer.get("output_file_id")
-    text = (
-        backend.content(_id(answer, "output_file_id", f"{backend.base_url}/batches/{batch.batch_id}"), limit)
-        if output
-        else ""
-    )
+    where = f"{backend.base_url}/batches/{batch.batch_id}"
+    file_id = _id(answer, "output_file_id", where) if output else None
+    text = backend.content(file_id, limit) if file_id else ""
+    replies: dict[str, list[tuple[int, Any]]] = {}
+    malformed = unknown = 0
     for line in text.splitlines():
+        if not line.strip():
+            continue
         try:
             row = json.loads(line)
-            key, response = row["custom_id"], row.get("response") or {}
+            custom_id, response = row["custom_id"], row.get("response") or {}
             status, body = int(response["status_code"]), response["body"]
-        except (ValueError, KeyError, TypeError, RecursionError):
-            continue  # a line that is no result: its request is sent online
-        if key not in asked or key not in requests or key in answered:
+            if not isinstance(custom_id, str):
+                raise TypeError("custom_id")
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+            malformed += 1  # a line that is no result: its request is sent online
             continue
+        if custom_id not in asked:
+            unknown += 1
+            continue
+        if custom_id not in requests:
+            continue  # another shard's request in a batch this process resumed: that shard merges it
+        replies.setdefault(custom_id, []).append((status, body))
+    if file_id and unknown and not replies:
+        raise EndpointError(
+            f"{backend.base_url}/files/{file_id}/content, the results of batch {batch.batch_id}, answers none of "
+            f"the {len(asked)} requests that batch holds ({unknown} replies for requests never asked): not this "
+            f"run's batch; none of it is kept. Check base_url of model {batch.model!r}"
+        )
+    conflicting = {k for k, got in replies.items() if len({json.dumps(r, sort_keys=True) for r in got}) > 1}
+    answered: set[str] = set()
+    for custom_id, got in sorted(replies.items()):
+        if custom_id in conflicting:
+            continue
+        status, body = got[0]
         payload = json.dumps(body).encode("utf-8")
-        reply_text = _Answer.read(status, httpx.Headers({"Content-Type": "application/json"}), payload, None)
+        reply_text = _Answer.read(status, httpx.Headers({"Content-Type": "application/json"}), payload, key)
         try:
-            reply = backend._interpret(reply_text, requests[key])
+            reply = backend._interpret(reply_text, requests[custom_id])
         except BackendError:
             continue
         meta = {"backend": backend.name, "model": backend.model, "served_model": reply.served_model}
         usage = (("prompt_tokens", reply.prompt_tokens), ("completion_tokens", reply.completion_tokens))
         meta |= {name: n for name, n in usage if n is not None}
-        cache.put(key, reply.text, meta | {"batch": batch.batch_id})
-        answered.add(key)
-    missing = asked - answered
-    if missing:
+        cache.put(custom_id, reply.text, meta | {"batch": batch.batch_id})
+        answered.add(custom_id)
+    missing = (asked & requests.keys()) - answered
+    said = [
+        f"{n} {what}"
+        for n, what in (
+            (malformed, "malformed result line(s)"),
+            (unknown, "reply(ies) for requests never asked (dropped)"),
+            (len(conflicting), "request(s) answered twice with different replies (both dropped)"),
+        )
+        if n
+    ]
+    if missing or said:
+        status = answer.get("status") if answer.get("status") in DONE else "?"
         print(
-            f"{label}: batch {batch.batch_id} ({answer.get('status')}): {len(missing)} of {len(asked)} requests "
-            "unanswered; they are sent online",
+            f"{label}: batch {batch.batch_id} ({status}): {'; '.join([*said, ''])}{len(missing)} of "
+            f"{len(asked & requests.keys())} "
+            "requests unanswered; they are sent online",
             file=sys.stderr,
         )
     return missing

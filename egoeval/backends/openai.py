@@ -3,7 +3,7 @@
 The API key is read from the environment variable *named* by ``api_key_env`` at call time; it is never kept on
 the object. Everything the endpoint sends back crosses one boundary (``_Answer.read``): the body is read up to
 ``reply_byte_limit(max_tokens)`` bytes, within ``timeout_s`` from connect to its last byte, and the key is
-redacted from every string in it before anything cuts, stores, logs or shows it.
+redacted (``redact``: every encoding of it) from every string in it before anything cuts, stores, logs or shows it.
 
 What an answer means:
 
@@ -12,8 +12,11 @@ What an answer means:
 - 408, 409, 425, 429, 5xx, dropped connections, timeouts, empty or malformed bodies: transient, retried;
 - 400, 413, 422 (a content-policy refusal, an image the endpoint will not read) and a reply over the size cap:
   that request's own failure (RequestRejected), never retried;
+- a 200 whose body is not UTF-8: that request's failure (RequestRejected), or, for a request read as the official
+  client reads it (``undecodable_as_api_error``), transient: that client raises on such a body;
 - 401, 403, 404, 405 and other statuses, an HTML page, a 200 whose body is an error object, a body that cannot
-  be decoded, a URL that cannot be called: EndpointError (every call would fail alike: exit 2);
+  be decoded, a content that is not a string (a list of parts), a URL that cannot be called: EndpointError (every
+  call would fail alike: exit 2);
 - nothing answers at the address, and nothing ever did: EndpointDown (exit 75), within CONNECT_TIMEOUT_S.
 """
 
@@ -232,11 +235,15 @@ class _Answer:
     retry_after: float | None
     text: str  # the body as text
     data: Any  # the body as JSON; None when it is not JSON
+    utf8: bool = True  # False: the body held bytes that are not UTF-8 (replaced in ``text`` and ``data``)
 
     @classmethod
     def read(cls, status: int, headers: httpx.Headers, body: bytes, key: str | None) -> _Answer:
         """The boundary: nothing the endpoint sent is kept unredacted past this point."""
-        text = body.decode("utf-8", errors="replace")
+        try:
+            text, utf8 = body.decode("utf-8"), True
+        except UnicodeDecodeError:
+            text, utf8 = body.decode("utf-8", errors="replace"), False
         data = None
         if text.lstrip().startswith(("{", "[")):
             try:
@@ -244,7 +251,8 @@ class _Answer:
             except (ValueError, RecursionError):  # malformed, nested too deep, an integer beyond Python's limit
                 data = None
         content_type = _cut(redact(headers.get("Content-Type", "no content type"), key), 100)
-        return cls(status, content_type, parse_retry_after(headers.get("Retry-After")), redact(text, key), data)
+        retry_after = parse_retry_after(headers.get("Retry-After"))
+        return cls(status, content_type, retry_after, redact(text, key), data, utf8)
 
     def detail(self) -> str:
         """The endpoint's own words for an error: its error message when the body has one, else the body."""
@@ -269,6 +277,21 @@ def _usage(data: dict[str, Any]) -> tuple[int | None, int | None]:
     """(prompt_tokens, completion_tokens) of the reply's ``usage``, each None when absent or not a sane count."""
     counts = usage_counts(data.get("usage"), "the endpoint")
     return counts.get("prompt_tokens"), counts.get("completion_tokens")
+
+
+def _shape(content: Any) -> str:
+    """What an endpoint's ``choices[0].message.content`` that is not text is, and why it stops the run."""
+    if isinstance(content, list):
+        kinds = sorted({_cut(str(p.get("type")), 40) if isinstance(p, dict) else type(p).__name__ for p in content})
+        shape = f"a list of {len(content)} part(s) (types: {', '.join(kinds) or 'none'})"
+    else:
+        shape = f"a JSON {type(content).__name__}"
+    return (
+        f"answered choices[0].message.content as {shape}, not a string: the chat completions API (and the official "
+        "client's attribute access, which would hand that object to the answer parser) reads text there, so every "
+        "reply of this endpoint is unreadable; check base_url and the model's name in params.yaml (an endpoint that "
+        "answers content as a string)"
+    )
 
 
 class OpenAIBackend(Backend):
@@ -385,6 +408,15 @@ class OpenAIBackend(Backend):
             raise RequestRejected(said, kind=f"http {status}", where=self._who, fix=self._fix(status))
         if status != 200:
             raise EndpointError(f"{self._who} answered {said}; {self._fix(status)}")
+        if not answer.utf8:
+            if request.undecodable_as_api_error:  # the official client raises UnicodeDecodeError: an API error
+                raise TransientError("http 200 with a body that is not UTF-8 (the official client cannot decode it)")
+            raise RequestRejected(
+                "http 200 with a JSON body holding bytes that are not UTF-8; nothing of it kept",
+                kind="replies not UTF-8",
+                where=self._who,
+                fix="the server garbles its replies' text encoding: check the server (or a proxy before it)",
+            )
         if not answer.text.strip():
             raise TransientError("empty response body")
         data = answer.data
@@ -411,6 +443,8 @@ class OpenAIBackend(Backend):
             raise TransientError("malformed response body")
         served = data.get("model") if isinstance(data.get("model"), str) else ""
         content = message.get("content")
+        if content is not None and not isinstance(content, str):
+            raise EndpointError(f"{self._who} {_shape(content)}")
         has_text = isinstance(content, str) and bool(content.strip())
         tokens = _usage(data)
         if has_text and request.content_despite_refusal:

@@ -98,6 +98,12 @@ def _url(value: str | None) -> str | None:
     return value
 
 
+MAX_BATCH_POLL_S = 3_600.0  # an hour between polls of a batch at most
+MAX_BATCH_DEADLINE_S = 172_800.0  # two completion windows (24 h each): the most a run waits for its batches
+BatchPollSeconds = Annotated[float, Field(gt=0, le=MAX_BATCH_POLL_S, allow_inf_nan=False)]
+BatchDeadlineSeconds = Annotated[float, Field(gt=0, le=MAX_BATCH_DEADLINE_S, allow_inf_nan=False)]
+
+
 class Price(Section):
     """``egonormia.model.price``: USD per million tokens, as the provider bills them."""
 
@@ -121,8 +127,8 @@ class ModelSpec(Section):
     retry_max_s: Annotated[float, Field(gt=0, le=3600)] = 30.0
     published_as: NonEmptyStr | None = None  # the model's name in the published results (egoeval compare)
     price: Price | None = None  # for `egoeval estimate` and the run's ledger; null: tokens only, no cost
-    batch_poll_s: Annotated[float, Field(gt=0, le=3600)] = 30.0  # openai_batch: seconds between polls of a batch
-    batch_deadline_s: Seconds = 86_400.0  # openai_batch: the most seconds a run waits for its batches
+    batch_poll_s: BatchPollSeconds = 30.0  # openai_batch: seconds between polls of a submitted batch
+    batch_deadline_s: BatchDeadlineSeconds = 86_400.0  # openai_batch: the most seconds a run waits for its batches
     batch_max_requests: Annotated[int, Field(ge=1, le=50_000)] = 50_000  # openai_batch: requests per batch
 
     @model_validator(mode="after")
@@ -131,6 +137,11 @@ class ModelSpec(Section):
             raise ValueError(f"backend {self.backend} needs base_url (e.g. http://127.0.0.1:8000/v1)")
         if self.retry_base_s > self.retry_max_s:
             raise ValueError(f"retry_base_s ({self.retry_base_s}) must not exceed retry_max_s ({self.retry_max_s})")
+        if self.batch_poll_s > self.batch_deadline_s:
+            raise ValueError(
+                f"batch_poll_s ({self.batch_poll_s:g}) must not exceed batch_deadline_s ({self.batch_deadline_s:g}): "
+                "a run would give up after one poll"
+            )
         return self
 
 
@@ -147,8 +158,8 @@ class EvaluatedModel(ModelSpec):
     retry_base_s: Annotated[float, Field(ge=0, le=3600)]
     retry_max_s: Annotated[float, Field(gt=0, le=3600)]
     published_as: NonEmptyStr | None
-    batch_poll_s: Annotated[float, Field(gt=0, le=3600)]
-    batch_deadline_s: Seconds
+    batch_poll_s: BatchPollSeconds
+    batch_deadline_s: BatchDeadlineSeconds
     batch_max_requests: Annotated[int, Field(ge=1, le=50_000)]
 
 

@@ -114,7 +114,13 @@ def _request(text: str, frames_jpeg: bytes | None, choices: MultipleChoice) -> C
     parts = (ImagePart(frames_jpeg), TextPart(text)) if frames_jpeg is not None else (TextPart(text),)
     messages = (Message("user", parts),)
     return ChatRequest(
-        messages, decoding(), choices, content_as_parts=True, content_despite_refusal=True, namespace="official"
+        messages,
+        decoding(),
+        choices,
+        content_as_parts=True,
+        content_despite_refusal=True,
+        undecodable_as_api_error=True,
+        namespace="official",
     )
 
 

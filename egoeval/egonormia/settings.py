@@ -8,7 +8,7 @@ from pydantic import AfterValidator, Field, model_validator
 
 from egoeval.egonormia.result_names import results_key
 from egoeval.headline import file_stem, stem_clashes
-from egoeval.settings import BootstrapSettings, Fraction, NonEmptyStr, Seconds, Section, Seed, unique_list
+from egoeval.settings import BootstrapSettings, Fraction, NonEmptyStr, Section, Seed, unique_list
 
 Setting = Literal["blind", "pipeline", "video"]
 Backend = Literal["openai", "openai_batch", "random", "minilm"]  # egoeval.backends.BACKENDS

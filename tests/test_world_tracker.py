@@ -117,7 +117,14 @@ def test_detections_without_roots_are_refused_by_name(tmp_path: Path) -> None:
     rows = pd.DataFrame({"sequence": ["s"], "frame": [1], "x": [1.0], "y": [1.0], "w": [5.0], "h": [9.0]})
     write_parquet(tmp_path / "gt.parquet", rows.assign(score=1.0))
     with pytest.raises(InputError, match=r"gt\.parquet.*world tracker \(w\) needs 3D roots"):
-        track("w", TrackerConfig(**packaged_trackers()["world"]), tmp_path / "gt.parquet", fetched, tmp_path / "tracks")
+        track(
+            "w",
+            TrackerConfig(**packaged_trackers()["world"]),
+            tmp_path / "gt.parquet",
+            fetched,
+            tmp_path / "tracks",
+            tmp_path,
+        )
 
 
 @pytest.mark.bad_input

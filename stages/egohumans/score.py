@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
             results = score_runs(gt, tracks, params.score)
             for run, entry in cross_view_runs(params, gt, tracks, FETCHED, TRACKS).items():  # across each take's views
                 results[run]["cross_view"] = entry
-            speeds = head_speeds(read_parquet(IMAGES, ["sequence", "frame", "extrinsics"]))
+            speeds = head_speeds(read_parquet(IMAGES, ["sequence", "frame", "extrinsics"]), IMAGES)
             by_speed = head_speed_table(gt, tracks, speeds, params.score)
             outputs.write(METRICS_FILE, json_bytes(results))
             write_rows(outputs.path(HEADLINE_DIR), headline_rows(results, params))

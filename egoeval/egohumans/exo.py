@@ -19,6 +19,11 @@ official ``set_closest_calibration`` picks it. Camera models: ``SIMPLE_PINHOLE``
 equidistant fisheyes ``SIMPLE_RADIAL_FISHEYE``, ``RADIAL_FISHEYE``, ``OPENCV_FISHEYE`` (theta_d = theta (1 + k1
 theta^2 + ...)), each as egoeval's :class:`~egoeval.egohumans.trackers.egomotion.CameraModel` (Aria's radial polynomial
 is the same one) seen through a ``fy / fx`` stretch of the image rows. Other models are refused by name.
+
+Hostile files: ``cameras.txt`` and ``images.txt`` are sized before a byte is read (MAX_BYTES) and read a line at a
+time (an image's 2D points line read through, never held); an image id, a name or a camera's time stamp listed twice
+is refused naming both lines; the anchor transform must be a similarity (named in its own file); an exo camera's
+intrinsics and its pose in metres must be physical (``egoeval.egohumans.formats``' bounds, stated there once).
 """
 
 from __future__ import annotations

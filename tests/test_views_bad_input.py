@@ -252,7 +252,8 @@ def test_a_camera_in_two_annotations_is_named(work: Path) -> None:
 
     edit_json(work, EXO_ANNOTATION, edit)
     count = len(json.loads((work / ROOT / EXO_ANNOTATION).read_text())["images"])
-    refused(work, FETCH, EXO_ANNOTATION, f"row images[{count - 1}]", f"camera {TAKE}/aria01", ANNOTATION)
+    listed = f"camera {TAKE}/ego/aria01/images/rgb is also listed in {ANNOTATION}"
+    refused(work, FETCH, EXO_ANNOTATION, f"row images[{count - 1}]", listed)
 
 
 @bad_input

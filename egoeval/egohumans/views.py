@@ -29,7 +29,7 @@ import os
 import pickle
 import re
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar
 
 import numpy as np
@@ -97,17 +97,16 @@ def read_annotations(root: Path, settings: FetchSettings, roots: tuple[Path, ...
     if len(parts) == 1:
         return parts[0]
     seen: dict[str, str] = {}
-    cameras: dict[tuple[str, str], str] = {}  # (take, camera) -> the annotation that lists its images
+    cameras: dict[str, str] = {}  # a camera's image folder (ariaXX/images/rgb, .../left, camXX/images) -> annotation
     for name, part in zip(names, parts, strict=True):
         for video in part.sequences["name"]:
             if video in seen:
                 raise InputError(root / name, f"video {video!r} is also in {seen[video]}")
             seen[video] = name
         for k, file_name in enumerate(part.images["file_name"]):
-            view = view_of(str(file_name)) or ("", str(file_name))  # outside the layout: the image itself
-            if cameras.setdefault(view, name) != name:
-                where = f"camera {'/'.join(view)}" if view[0] else f"image {view[1]}"
-                message = f"{where} is also listed in {cameras[view]}: each camera belongs to one modality"
+            folder = PurePosixPath(str(file_name)).parent.as_posix()
+            if cameras.setdefault(folder, name) != name:
+                message = f"camera {folder} is also listed in {cameras[folder]}: each camera belongs to one modality"
                 raise InputError(root / name, message, row=f"images[{part.images['file_index'].iloc[k]}]")
     offsets = np.cumsum([0, *(len(p.images) for p in parts[:-1])])
     images = pd.concat(

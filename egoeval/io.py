@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from egoeval.errors import InputError
 
@@ -96,11 +96,13 @@ def input_size(path: str | os.PathLike[str]) -> int:
     return info.st_size
 
 
-def read_bounded(path: str | os.PathLike[str]) -> bytes:
-    """The bytes of a regular file of at most MAX_INPUT_BYTES; else InputError naming it (nothing larger is read;
-    opened without blocking and checked as opened, so a FIFO swapped in never stalls the read)."""
-    path = Path(path)
-    input_size(path)
+@contextmanager
+def _opened_regular(path: Path, limit: int) -> Iterator[BinaryIO]:
+    """``path`` opened for reading once its size (at most ``limit`` bytes) is checked, without blocking and checked
+    again as opened, so a FIFO swapped in never stalls the read; InputError naming it otherwise."""
+    size = input_size(path)
+    if size > limit:
+        raise InputError(path, f"{size:,} bytes: more than this file may hold ({limit:,})")
     try:
         descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as error:
@@ -109,12 +111,49 @@ def read_bounded(path: str | os.PathLike[str]) -> bytes:
         if not stat.S_ISREG(os.fstat(descriptor).st_mode):
             raise InputError(path, "not a regular file")
         try:
-            data = handle.read(MAX_INPUT_BYTES + 1)
+            yield handle
         except OSError as error:
             raise InputError(path, f"cannot read: {error.strerror}") from None
-    if len(data) > MAX_INPUT_BYTES:
-        raise InputError(path, f"grew past {MAX_INPUT_BYTES:,} bytes while read")
+
+
+def read_bounded(path: str | os.PathLike[str], limit: int = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes (at most MAX_INPUT_BYTES); else InputError naming it
+    (nothing larger is read; see ``_opened_regular``)."""
+    path = Path(path)
+    limit = min(limit, MAX_INPUT_BYTES)
+    with _opened_regular(path, limit) as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise InputError(path, f"grew past {limit:,} bytes while read")
     return data
+
+
+def stream_lines(
+    path: str | os.PathLike[str], limit: int = MAX_INPUT_BYTES, max_line: int = MAX_LINE_BYTES
+) -> Iterator[tuple[int, str | None]]:
+    """The lines of a UTF-8 text file of at most ``limit`` bytes (checked before a byte is read), one at a time:
+    (1-based number, text without its line end); the text is None for a line longer than ``max_line`` bytes, which
+    is read through in bounded pieces and never held. Memory stays within a line whatever the file's size."""
+    path = Path(path)
+    limit = min(limit, MAX_INPUT_BYTES)
+    total, number = 0, 0
+    with _opened_regular(path, limit) as handle:
+        while piece := handle.readline(max_line + 1):
+            number, total = number + 1, total + len(piece)
+            text: str | None = None
+            if len(piece) > max_line and not piece.endswith(b"\n"):  # a long line: read through, not kept
+                while piece and not piece.endswith(b"\n") and total <= limit:
+                    piece = handle.readline(1 << 16)
+                    total += len(piece)
+            else:
+                try:
+                    text = piece.rstrip(b"\n").rstrip(b"\r").decode("utf-8")
+                except UnicodeDecodeError as error:
+                    byte = error.object[error.start]
+                    raise InputError(path, f"not UTF-8 text (byte {byte:#x}); save it as UTF-8", row=number) from None
+            if total > limit:
+                raise InputError(path, f"grew past {limit:,} bytes while read")
+            yield number, text
 
 
 def read_text(path: str | os.PathLike[str]) -> str:
@@ -566,10 +605,14 @@ def write_manifest(path: str | os.PathLike[str], root: str | os.PathLike[str], n
     atomic_write_text(path, "".join(f"{digest}  {name}\n" for name, digest in digests.items()))
 
 
-def read_pinned(path: str | os.PathLike[str], sha256: str) -> bytes:
-    """A file's bytes, checked against the sha256 it was pinned with: InputError naming the file when they differ
-    (it changed after the manifest was written) or it cannot be read."""
-    data = read_bounded(path)
+def read_pinned(
+    path: str | os.PathLike[str], sha256: str, roots: Iterable[Path], where: str | os.PathLike[str], row: object = None
+) -> bytes:
+    """A file's bytes, read only where the data root's files may be (``inside`` ``roots``, symlinks followed: else an
+    InputError naming ``where`` and ``row``, the table that gave the path) and checked against the sha256 it was
+    pinned with: InputError naming the file when they differ (it changed after the manifest was written) or it
+    cannot be read. Every reader of a pinned frame goes through here: one containment rule for all."""
+    data = read_bounded(inside(path, roots, where, row))
     actual = hashlib.sha256(data).hexdigest()
     if actual != sha256:
         raise InputError(
@@ -626,10 +669,21 @@ def inside(
     roots = tuple(roots)
     real = Path(path).resolve()
     if not any(real.is_relative_to(root) for root in roots):
-        shown = str(path) if real == Path(path).absolute() else f"{path} (a link to {real})"
+        shown = str(path) if real == Path(path).absolute() else f"{path} (a link to {real}{_link_out(path, roots)})"
         allowed = " or ".join(str(root) for root in roots)
         raise InputError(where, f"{shown} lies outside the data root {allowed}", row=row)
     return Path(path)
+
+
+def _link_out(path: str | os.PathLike[str], roots: tuple[Path, ...]) -> str:
+    """``; the folder X is a symlink to Y`` for the folder above ``path`` whose symlink leads out of ``roots`` (its
+    own folder inside them), so that an error names the link to mend; "" when ``path`` itself is that link."""
+    absolute = Path(path).absolute()
+    for part in reversed(absolute.parents):
+        within = any(part.parent.resolve().is_relative_to(root) for root in roots)
+        if within and part.is_symlink() and not any(part.resolve().is_relative_to(root) for root in roots):
+            return f"; the folder {part} is a symlink to {part.resolve()}"
+    return ""
 
 
 def data_file(

@@ -9,6 +9,8 @@ converted to RGB. The pixels equal a full decode's (decord's, ``decode_all_frame
 from __future__ import annotations
 
 import math
+import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -156,10 +158,19 @@ def write_h264(path: str | Path, frames: np.ndarray, fps: int, gop: int = 300, b
     return path
 
 
-def read_pinned_image(path: str, sha256: str) -> np.ndarray:
-    """An image file's pixels (BGR, as OpenCV reads them), its bytes checked against the sha256 it was pinned with;
-    InputError naming the file when they differ or it is no image."""
-    image = cv2.imdecode(np.frombuffer(read_pinned(path, sha256), np.uint8), cv2.IMREAD_COLOR)
+def read_pinned_image(
+    path: str, sha256: str, roots: Iterable[Path], where: str | os.PathLike[str], row: object = None
+) -> np.ndarray:
+    """An image file's pixels (BGR, as OpenCV reads them), read as ``egoeval.io.read_pinned`` reads it (inside the
+    data root ``roots``, else an error naming ``where`` and ``row``; its bytes checked against the pinned sha256);
+    InputError naming the file when it is empty or no image."""
+    data = read_pinned(path, sha256, roots, where, row)
+    if not data:
+        raise InputError(path, "an empty file (0 bytes): not a frame image")
+    try:
+        image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+    except cv2.error as error:
+        raise InputError(path, f"cannot read this frame image: {str(error).strip().splitlines()[-1][:200]}") from None
     if image is None:
         raise InputError(path, "cannot read this frame image")
     return image

@@ -288,7 +288,7 @@ def _doc() -> dict[str, Any]:
             "human_name": f"aria{inst:02d}",
             "camera_name": "aria01",
             "camera_mode": "rgb",
-            "time_stamp": 0,
+            "time_stamp": image,  # the image's number on its camera's clock: increasing with its frames
             **extra,
         }
 
@@ -337,7 +337,7 @@ def test_annotation_to_mot_ground_truth(tmp_path: Path) -> None:
     ("mutate", "row", "message"),
     [
         (
-            lambda d: d["annotations"][2].update(image_id=10),
+            lambda d: d["annotations"][2].update(image_id=10, time_stamp=10),
             "annotations[2]",
             "instance id 2 appears twice in image 10",
         ),
@@ -354,7 +354,32 @@ def test_annotation_to_mot_ground_truth(tmp_path: Path) -> None:
         (lambda d: d["images"][0].update(extrinsics=[1.0] * 9), "images[0]", "16 numbers (4 x 4) or 12"),
         (lambda d: d["images"][0].update(extrinsics=[1.0] * 16), "images[0]", "last row must be 0 0 0 1"),
         (lambda d: d["annotations"][2].update(time_stamp=-1), "annotations[2]", "time_stamp must be an integer"),
-        (lambda d: d["annotations"][1].update(time_stamp=7), "annotations[1]", "differs from 0 of another box"),
+        (lambda d: d["annotations"][1].update(time_stamp=7), "annotations[1]", "differs from 10 of another box"),
+        (
+            lambda d: [a.update(time_stamp=5) for a in d["annotations"]],
+            "annotations[2]",
+            "time_stamp 5 of images[1] does not follow 5 of images[0], its video's previous frame",
+        ),
+        (
+            lambda d: d["annotations"][4].update(time_stamp=9),
+            "annotations[4]",
+            "time_stamp 9 of images[2] does not follow 11 of images[1]",
+        ),
+        (
+            lambda d: d["annotations"][3].update(bbox=[1e308, 2, 1e308, 4]),
+            "annotations[3]",
+            "the box's far corner (x + w, y + h) is beyond a float",
+        ),
+        (
+            lambda d: d["images"][0].update(extrinsics=[1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]),
+            "images[0]",
+            "extrinsics: the 3 x 3 block is not a rotation",
+        ),
+        (
+            lambda d: d["images"][0].update(extrinsics=[1, 0, 0, 1e308, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1]),
+            "images[0]",
+            "extrinsics: the camera centre",
+        ),
         (lambda d: d["videos"][1].update(name="walk"), "videos[1]", "set egohumans.fetch.duplicate_videos: drop"),
         (lambda d: d["annotations"][3].update(area="big"), "annotations[3]", "'area' must be a finite number"),
         (lambda d: d["annotations"][3].update(area=float("nan")), "annotations[3]", "'area' must be a finite"),
@@ -455,12 +480,13 @@ def test_detections_parquet_and_known_images(tmp_path: Path) -> None:
 
 def test_time_stamps_and_official_extrinsics(tmp_path: Path) -> None:
     doc = _doc()
-    doc["images"][0]["extrinsics"] = [float(v) for v in np.arange(12)] + [0, 0, 0, 1]
+    turned = [0.0, -1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 2.0, 0.0, 0.0, 1.0, 3.0]  # a quarter turn about z, then moved
+    doc["images"][0]["extrinsics"] = [*turned, 0, 0, 0, 1]
     for a in doc["annotations"]:
         a["time_stamp"] = 100 + a["image_id"]
     ann = read_tracking_annotation(_write(tmp_path, doc))
     images = ann.images.set_index("image_id")
-    assert images.loc[10, "extrinsics"] == [*map(float, range(12)), 0.0, 0.0, 0.0, 1.0]
+    assert images.loc[10, "extrinsics"] == [*turned, 0.0, 0.0, 0.0, 1.0]
     assert images["time_stamp"].to_dict() == {20: 120, 10: 110, 11: 111, 12: 112}
 
 
@@ -481,9 +507,14 @@ def test_duplicate_video_names_drop_keeps_the_first(tmp_path: Path) -> None:
     pd.testing.assert_frame_equal(ann.ground_truth["walk"], expected.ground_truth["walk"])
 
 
-def _calib_text(rgb: list[float]) -> str:
-    other = " ".join(["2"] * 15) + "\n" + " ".join(["3"] * 12) + "\n"
-    return "header\naria01\n" + " ".join(map(str, rgb)) + "\n" + " ".join(["1"] * 12) + "\n" + other * 2
+RGB = [600.0, 704.0, 704.0, 0.4, -0.5, 0.1, 0.0, 0.0, 0.0, 1e-4, -1e-4, 0.0, 0.0, 0.0, 0.0]  # f, cx, cy, k0..
+SLAM = [240.0, 320.0, 240.0, *[0.0] * 12]
+POSE = [1, 0, 0, 0, 1, 0, 0, 0, 1, 0.1, 0.2, 0.3]  # 3 x 4 column-major: R = I, t = (0.1, 0.2, 0.3)
+
+
+def _calib_text(rgb: list[float], pose: list[float] = POSE) -> str:
+    other = " ".join(map(str, SLAM)) + "\n" + " ".join(map(str, POSE)) + "\n"
+    return "header\naria01\n" + " ".join(map(str, rgb)) + "\n" + " ".join(map(str, pose)) + "\n" + other * 2
 
 
 def test_aria_calibration(tmp_path: Path) -> None:
@@ -491,10 +522,31 @@ def test_aria_calibration(tmp_path: Path) -> None:
     assert calibration_path("big/seq/ego/aria03/images/left/00042.jpg")[1] == "left"
     assert calibration_path("big/seq/exo/cam01/images/00042.jpg") is None
     path = tmp_path / "00042.txt"
-    path.write_text(_calib_text(list(range(15))))
+    path.write_text(_calib_text(RGB))
     intrinsics, extrinsics = read_aria_calibration(path, "rgb")
-    assert intrinsics == list(map(float, range(15))) and extrinsics == [1.0] * 12
-    assert read_aria_calibration(path, "right") == ([2.0] * 15, [3.0] * 12)
+    assert intrinsics == RGB and extrinsics == list(map(float, POSE))
+    assert read_aria_calibration(path, "right") == (SLAM, list(map(float, POSE)))
+    for bad, row, message in (
+        ([1e308, *RGB[1:]], 3, "focal length [1e+308] outside 1..100000 px"),
+        ([600.0, 1e9, *RGB[2:]], 3, "principal point [1000000000.0, 704.0] beyond 100000 px"),
+        (
+            [*RGB[:3], 1e300, *RGB[4:]],
+            3,
+            "a distortion coefficient beyond 1000: "
+            "[1e+300, -0.5, 0.1, 0.0, 0.0, 0.0, 0.0001, -0.0001, 0.0, 0.0, 0.0, 0.0]",
+        ),
+    ):
+        path.write_text(_calib_text(bad))
+        with pytest.raises(InputError) as err:
+            read_aria_calibration(path, "rgb")
+        assert str(err.value) == f"{path}, row {row}: {message}"
+    for pose, message in (
+        ([2, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0], "not a rotation"),
+        ([*POSE[:9], 0, 0, 1e308], "centre"),
+    ):
+        path.write_text(_calib_text(RGB, pose))
+        with pytest.raises(InputError, match=rf"00042\.txt, row 4: .*{message}"):
+            read_aria_calibration(path, "rgb")
     path.write_text(_calib_text(list(range(14))))
     with pytest.raises(InputError, match=r"00042\.txt, row 3: expected 15 finite numbers, got 14"):
         read_aria_calibration(path, "rgb")

@@ -351,7 +351,7 @@ def test_detect_official_without_the_pickle_names_it(pipeline: Path, tmp_path: P
     (source / EXO_PKL).unlink()
     fetching.fetch(_fetch_params(source), tmp_path / "fetched", MODES)
     with pytest.raises(InputError, match=r"no detections_ego_rgb\.pkl or detections_exo\.pkl beside benchmark/sample"):
-        detect.detect("official", tmp_path / "fetched", tmp_path / "official.parquet", _detect_settings())
+        detect.detect("official", tmp_path / "fetched", tmp_path / "official.parquet", _detect_settings(), source)
 
 
 def test_tracks_and_scores(pipeline: Path) -> None:
@@ -415,7 +415,9 @@ def test_a_world_point_twice_is_named(pipeline: Path, tmp_path: Path) -> None:
 def test_tracking_is_deterministic(pipeline: Path, tmp_path: Path) -> None:
     config = TrackerConfig(**_params()["egohumans"]["track"]["config"]["botsort"])
     data = pipeline / "data/egohumans"
-    tracking.track("botsort", config, data / "detections/file.parquet", data / "fetched", tmp_path / "again")
+    tracking.track(
+        "botsort", config, data / "detections/file.parquet", data / "fetched", tmp_path / "again", data / "sample"
+    )
     assert _tree(tmp_path / "again") == _tree(data / "tracks/botsort-file")
 
 
@@ -428,7 +430,7 @@ def test_tracker_frames_without_detections(pipeline: Path, tmp_path: Path) -> No
     path = tmp_path / "fewer.parquet"
     table.to_parquet(path, index=False)
     config = TrackerConfig(**_params()["egohumans"]["track"]["config"]["bytetrack"])
-    tracking.track("bytetrack", config, path, data / "fetched", tmp_path / "out")
+    tracking.track("bytetrack", config, path, data / "fetched", tmp_path / "out", data / "sample")
     assert (tmp_path / "out" / f"{first}.txt").read_text() == ""
 
 
@@ -445,7 +447,7 @@ def tiny_fetched(tmp_path: Path) -> Path:
 def test_yolo_architecture_only_end_to_end(tiny_fetched: Path, tmp_path: Path) -> None:
     settings = _detect_settings(yolo_weights="arch-only", yolo_batch=2, yolo_imgsz=320, yolo_conf=0.001)
     out = tmp_path / "yolo.parquet"
-    detect.detect("yolo", tiny_fetched, out, settings)
+    detect.detect("yolo", tiny_fetched, out, settings, tiny_fetched.parent / "sample")
     table = pd.read_parquet(out)  # random weights: maybe no boxes at all; the plumbing is what is checked
     assert list(table.columns) == DETECTION_COLUMNS
     assert table["frame"].dtype == np.int64 and table["score"].dtype == np.float64
@@ -455,10 +457,11 @@ def test_yolo_architecture_only_end_to_end(tiny_fetched: Path, tmp_path: Path) -
 
 def test_yolo_without_weights_is_a_clear_error(tiny_fetched: Path, tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"egohumans\.detect\.yolo_weights is not set"):
-        detect.detect("yolo", tiny_fetched, tmp_path / "yolo.parquet", _detect_settings(yolo_weights=None))
+        detect.detect("yolo", tiny_fetched, tmp_path / "yolo.parquet", _detect_settings(yolo_weights=None), tmp_path)
     missing = tmp_path / "yolo11n.pt"
     with pytest.raises(InputError, match="names no such file") as err:
-        detect.detect("yolo", tiny_fetched, tmp_path / "yolo.parquet", _detect_settings(yolo_weights=str(missing)))
+        settings = _detect_settings(yolo_weights=str(missing))
+        detect.detect("yolo", tiny_fetched, tmp_path / "yolo.parquet", settings, tmp_path)
     assert str(missing) in str(err.value)
     assert not missing.exists() and not (tmp_path / "yolo.parquet").exists()
 

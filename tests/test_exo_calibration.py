@@ -109,9 +109,40 @@ def test_poses_come_back_in_the_anchor_wearers_world(tmp_path: Path) -> None:
         (
             "cameras.txt",
             "1 OPENCV 9 9 6 6 9 5 0 0 0 0\n",
-            r"cameras\.txt, row camera 1: COLMAP camera model 'OPENCV' is",
+            r"cameras\.txt, row 1: camera 1: COLMAP camera model 'OPENCV' is",
         ),
-        ("cameras.txt", "1 OPENCV_FISHEYE 9 9 6 6 9\n", r"cameras\.txt, row camera 1: OPENCV_FISHEYE takes 8"),
+        ("cameras.txt", "1 OPENCV_FISHEYE 9 9 6 6 9\n", r"cameras\.txt, row 1: camera 1: OPENCV_FISHEYE takes 8"),
+        (
+            "cameras.txt",
+            "# fx 1e308\n1 PINHOLE 1920 1080 1e308 600 960 540\n",
+            r"cameras\.txt, row 2: camera 1: PINHOLE: focal length .* outside 1\.\.100000 px",
+        ),
+        (
+            "cameras.txt",
+            "1 OPENCV_FISHEYE 1920 1080 600 1e-308 960 540 0 0 0 0\n",
+            r"cameras\.txt, row 1: camera 1: OPENCV_FISHEYE: focal length .* outside",
+        ),
+        (
+            "images.txt",
+            "1 1 0 0 0 1e308 0 0 1 cam01/00001.jpg\n\n",
+            r"images\.txt, row 1: cam01/00001\.jpg .*: the camera centre .* beyond 1000 m",
+        ),
+        (
+            "images.txt",
+            "1 1 0 0 0 0 0 0 1 cam01/00001.jpg\n\n2 1 0 0 0 0 0 1 1 cam01/00001.jpg\n\n",
+            r"images\.txt, row 3: NAME cam01/00001\.jpg is listed twice \(line 1 and here\)",
+        ),
+        (
+            "images.txt",
+            "1 1 0 0 0 0 0 0 1 cam01/00001.jpg\n\n1 1 0 0 0 0 0 1 1 cam01/00002.jpg\n\n",
+            r"images\.txt, row 3: IMAGE_ID 1 is listed twice",
+        ),
+        (
+            "images.txt",
+            "1 1 0 0 0 0 0 0 1 cam01/00001.jpg\n\n2 1 0 0 0 0 0 1 1 cam01/1.jpg\n\n",
+            r"images\.txt, row 3: cam01 has a second image at time stamp 1",
+        ),
+        ("cameras.txt", "# " + "x" * (2 << 20) + "\n", r"cameras\.txt: 2,097,155 bytes: more than this file may hold"),
         (
             "cameras.txt",
             "1 PINHOLE 1920 1080 600 nan 960 540\n",
@@ -131,6 +162,28 @@ def test_bad_calibration_is_named(tmp_path: Path, file: str, text: str, message:
     write_colmap(tmp_path / TAKE / "colmap/workplace", np.eye(4), {"cam01": (pose(0, [0, 2, 0]), [1])})
     (tmp_path / TAKE / "colmap/workplace" / file).write_text(text)
     with pytest.raises(InputError, match=message):
+        read_exo_calibration(tmp_path / TAKE)
+
+
+def test_a_long_points_line_is_read_through_unheld(tmp_path: Path) -> None:
+    """An image's 2D points line may be longer than any line read (thousands of points): it is skipped as COLMAP
+    skips it, never held, and the image lines around it are read."""
+    folder = tmp_path / TAKE / "colmap/workplace"
+    write_colmap(folder, np.eye(4), {"cam01": (pose(0, [0, 2, 0]), [1, 2])})
+    lines = (folder / "images.txt").read_text().splitlines()
+    points = " ".join(["12.5 3.5 -1"] * 20_000)  # 240 kB
+    lines = [points if k > 0 and lines[k - 1].endswith(".jpg") and not line else line for k, line in enumerate(lines)]
+    (folder / "images.txt").write_text("\n".join(lines) + "\n")
+    assert sorted(read_exo_calibration(tmp_path / TAKE)["cam01"].poses) == [1, 2]
+
+
+@pytest.mark.bad_input
+def test_a_singular_anchor_transform_is_named_in_its_file(tmp_path: Path) -> None:
+    folder = tmp_path / TAKE / "colmap/workplace"
+    write_colmap(folder, np.eye(4), {"cam01": (pose(0, [0, 2, 0]), [1])})
+    singular = np.diag([1.0, 1.0, 0.0, 1.0])
+    (folder / "colmap_from_aria_transforms.pkl").write_bytes(pickle.dumps({"aria01": singular}))
+    with pytest.raises(InputError, match=r"colmap_from_aria_transforms\.pkl, row aria01: the transform must be a simi"):
         read_exo_calibration(tmp_path / TAKE)
 
 
@@ -185,5 +238,11 @@ def test_hostile_pose_files_are_refused(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="expected one pickled object"):
         read_pose_file(path)
     path.write_bytes(b"\x93NUMPY" + b"\0" * (2 << 20))
-    with pytest.raises(InputError, match="larger than"):
+    with pytest.raises(InputError, match="more than this file may hold"):
         read_pose_file(path)
+    for far in (1e308, np.inf, -1001.0):
+        keypoints = np.zeros((17, 4))
+        keypoints[11, 2] = far
+        path.write_bytes(npy({"aria01": np.zeros((17, 4)), "aria02": keypoints}))
+        with pytest.raises(InputError, match=r"00001\.npy, row aria02: a keypoint beyond 1000 m"):
+            read_pose_file(path)

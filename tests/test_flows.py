@@ -651,13 +651,16 @@ def test_sharded_yolo_detection_is_byte_identical(tmp_path: Path, prefect_server
         "yolo_batch": 3,
         "yolo_imgsz": 128,
     }
-    params = write_params(tmp_path, {"egohumans": {"detect": params}, "flows": {"dask_workers": 2}})
+    frames_root = {"path": "data/egohumans/fetched"}  # the data root the frames must lie in
+    params = write_params(
+        tmp_path, {"egohumans": {"detect": params, "fetch": frames_root}, "flows": {"dask_workers": 2}}
+    )
     params = DetectSettings.model_validate(params["egohumans"]["detect"])
 
     cwd = Path.cwd()
     os.chdir(tmp_path)  # the stage reads frame paths relative to the project root
     try:
-        single = detect("yolo", fetched, tmp_path / "single.parquet", params)  # the stage, in one process
+        single = detect("yolo", fetched, tmp_path / "single.parquet", params, Path(frames_root["path"]))  # one process
     finally:
         os.chdir(cwd)
     sharded = sharded_flow.with_options(task_runner=task_runner(tmp_path))

@@ -242,7 +242,7 @@ def test_a_symlink_out_of_the_root_is_refused(
         (ehroot / name).symlink_to(target)
         with params(workspace, egohumans_root(ehroot)):
             args = egohumans_commands(ehroot, tmp_path / "pins.sha256")[command]
-            refused(workspace, args, str(ehroot / ANNOTATION), "row image id 0", f"(a link to {target}")
+            refused(workspace, args, str(ehroot / ANNOTATION), "row images[0]", f"(a link to {target}")
 
 
 @bad_input

@@ -86,12 +86,12 @@ def test_botsort_camera_motion_compensation_uses_the_frames(tmp_path: Path) -> N
     detections = pd.read_parquet(tmp_path / "fetched/detections_official.parquet")
     detections.to_parquet(tmp_path / "det.parquet", index=False)
     config = TrackerConfig(**{**params["track"]["config"]["botsort"], "gmc_method": "sparseOptFlow"})
-    assert track("botsort", config, tmp_path / "det.parquet", tmp_path / "fetched", tmp_path / "gmc") > 0
+    assert track("botsort", config, tmp_path / "det.parquet", tmp_path / "fetched", tmp_path / "gmc", root) > 0
     # the frames are really read: a missing frame stops the run, naming it
     images = pd.read_parquet(tmp_path / "fetched/images.parquet")
     missing = Path(images["path"].iloc[3])
     missing.unlink()
-    with pytest.raises(InputError, match="needed by gmc_method") as err:
-        track("botsort", config, tmp_path / "det.parquet", tmp_path / "fetched", tmp_path / "gmc2")
+    with pytest.raises(InputError, match="cannot read") as err:
+        track("botsort", config, tmp_path / "det.parquet", tmp_path / "fetched", tmp_path / "gmc2", root)
     assert str(missing) in str(err.value)
     assert np.isfinite(detections[["x", "y"]].to_numpy()).all()

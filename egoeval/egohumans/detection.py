@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from egoeval.egohumans.artifacts import DETECTIONS
+from egoeval.egohumans.artifacts import DETECTIONS, IMAGES
 from egoeval.egohumans.formats import (
     DETECTION_COLUMNS,
     DETECTION_MODES,
@@ -33,7 +33,7 @@ from egoeval.egohumans.formats import (
 )
 from egoeval.egohumans.settings import DetectSettings
 from egoeval.errors import InputError
-from egoeval.io import PARAMS_FILE, read_json, read_parquet, write_parquet
+from egoeval.io import PARAMS_FILE, data_roots, read_json, read_parquet, write_parquet
 from egoeval.tracking.mot import read_mot
 from egoeval.video import read_pinned_image
 
@@ -116,18 +116,22 @@ def read_images(fetched: Path) -> pd.DataFrame:
     return images.sort_values(["sequence", "frame"]).reset_index(drop=True)
 
 
-def detect_images(model: Any, images: pd.DataFrame, settings: DetectSettings) -> pd.DataFrame:
-    """Run ``model`` over the given frames (sequence, frame, path), in their order and in batches of ``yolo_batch``.
+def detect_images(model: Any, images: pd.DataFrame, settings: DetectSettings, data_root: Path) -> pd.DataFrame:
+    """Run ``model`` over the given frames (sequence, frame, path, sha256; each read only inside ``data_root``,
+    egohumans.fetch.path, as every pinned frame is), in their order and in batches of ``yolo_batch``.
 
     Person boxes only, as a sorted detections table. A frame's boxes depend on the batch it is predicted in, so
     callers that split the work (egohumans/scale_out.py) pass whole batches of the stage's order.
     """
-    batch = settings.yolo_batch
+    batch, roots = settings.yolo_batch, data_roots(data_root)
     parts = []
     with tqdm(total=len(images), desc="yolo", unit="frame") as progress:
         for start in range(0, len(images), batch):
             chunk = images.iloc[start : start + batch]
-            frames = [read_pinned_image(*frame) for frame in chunk[["path", "sha256"]].itertuples(index=False)]
+            frames = [
+                read_pinned_image(row.path, row.sha256, roots, IMAGES, f"{row.sequence} frame {row.frame}")
+                for row in chunk.itertuples(index=False)
+            ]
             results = model.predict(
                 frames,
                 imgsz=settings.yolo_imgsz,
@@ -158,24 +162,29 @@ def detect_images(model: Any, images: pd.DataFrame, settings: DetectSettings) ->
     return sort_detections(pd.concat([empty_detections(), *parts], ignore_index=True))
 
 
-def yolo_detections(fetched: Path, settings: DetectSettings, arch_only: bool = False) -> pd.DataFrame:
+def yolo_detections(fetched: Path, settings: DetectSettings, data_root: Path, arch_only: bool = False) -> pd.DataFrame:
     """Run YOLO over every frame listed by fetch (``detect_images`` with the model of the settings)."""
-    return detect_images(load_yolo(settings, arch_only), read_images(fetched), settings)
+    return detect_images(load_yolo(settings, arch_only), read_images(fetched), settings, data_root)
 
 
-def detections(mode: str, fetched: Path, settings: DetectSettings, arch_only: bool = False) -> pd.DataFrame:
-    """The detections of ``mode`` (one of DETECTION_MODES) for the fetched sequences."""
+def detections(
+    mode: str, fetched: Path, settings: DetectSettings, data_root: Path, arch_only: bool = False
+) -> pd.DataFrame:
+    """The detections of ``mode`` (one of DETECTION_MODES) for the fetched sequences (frames read, for ``yolo``, only
+    inside the data root ``data_root``)."""
     if mode == "gt":
         return gt_detections(fetched)
     if mode in ("official", "file"):
         return fetched_detections(fetched, mode)
     if mode == "yolo":
-        return yolo_detections(fetched, settings, arch_only)
+        return yolo_detections(fetched, settings, data_root, arch_only)
     raise ValueError(f"detection mode must be one of {DETECTION_MODES}, got {mode!r}")
 
 
-def detect(mode: str, fetched: Path, out_path: Path, settings: DetectSettings, arch_only: bool = False) -> pd.DataFrame:
+def detect(
+    mode: str, fetched: Path, out_path: Path, settings: DetectSettings, data_root: Path, arch_only: bool = False
+) -> pd.DataFrame:
     """Build the detections of ``mode`` and write them to ``out_path``."""
-    table = detections(mode, fetched, settings, arch_only)
+    table = detections(mode, fetched, settings, data_root, arch_only)
     write_parquet(out_path, table[DETECTION_COLUMNS])
     return table

@@ -19,21 +19,28 @@ official ``set_closest_calibration`` picks it. Camera models: ``SIMPLE_PINHOLE``
 equidistant fisheyes ``SIMPLE_RADIAL_FISHEYE``, ``RADIAL_FISHEYE``, ``OPENCV_FISHEYE`` (theta_d = theta (1 + k1
 theta^2 + ...)), each as egoeval's :class:`~egoeval.egohumans.trackers.egomotion.CameraModel` (Aria's radial polynomial
 is the same one) seen through a ``fy / fx`` stretch of the image rows. Other models are refused by name.
+
+Hostile files: ``cameras.txt`` and ``images.txt`` are sized before a byte is read (MAX_BYTES) and read a line at a
+time (an image's 2D points line read through, never held); an image id, a name or a camera's time stamp listed twice
+is refused naming both lines; the anchor transform must be a similarity (named in its own file); an exo camera's
+intrinsics and its pose in metres must be physical (``egoeval.egohumans.formats``' bounds, stated there once).
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from egoeval.egohumans.formats import load_pickle
+from egoeval.egohumans.formats import ROTATION_TOLERANCE, intrinsics_problem, load_pickle, rigid_problem
 from egoeval.egohumans.trackers.egomotion import CameraModel, CameraPose
 from egoeval.errors import InputError
+from egoeval.io import MAX_INPUT_BYTES, stream_lines
 
 COLMAP_DIR = "colmap/workplace"  # under the take (<big>/<seq>)
 CAMERAS_FILE, IMAGES_FILE, TRANSFORMS_FILE = "cameras.txt", "images.txt", "colmap_from_aria_transforms.pkl"
@@ -47,7 +54,10 @@ COLMAP_MODELS = {
     "OPENCV_FISHEYE": 8,
 }
 EXO_IMAGE = re.compile(r"^(cam\d+)/(\d+)\.[A-Za-z]+$")
-MAX_LINE = 1 << 16  # characters of one line of a COLMAP text file (an image's 2D points are never read)
+MAX_LINE = 1 << 16  # bytes of a line read from a COLMAP text file (an image's 2D points line is read through, unheld)
+# bytes of each COLMAP text file, checked before it is read: cameras.txt holds a line per camera; images.txt also
+# holds every image's 2D points, so it may be large, and is streamed a line at a time
+MAX_BYTES = {CAMERAS_FILE: 1 << 20, IMAGES_FILE: MAX_INPUT_BYTES}
 
 
 @dataclass(frozen=True)
@@ -66,8 +76,8 @@ class ColmapCamera:
         if p.shape != (COLMAP_MODELS[model],) or not np.isfinite(p).all():
             raise ValueError(f"{model} takes {COLMAP_MODELS[model]} finite parameters, got {list(params)}")
         fx, fy, rest = (p[0], p[1], p[2:]) if model in ("PINHOLE", "OPENCV_FISHEYE") else (p[0], p[0], p[1:])
-        if fx <= 0 or fy <= 0:
-            raise ValueError(f"{model}: focal lengths must be positive, got {fx}, {fy}")
+        if (problem := intrinsics_problem([fx, fy], rest[:2], rest[2:])) is not None:
+            raise ValueError(f"{model}: {problem}")
         radial = np.zeros(12)
         radial[: len(rest) - 2] = rest[2:]
         kind = "pinhole" if model.endswith("PINHOLE") else "aria_fisheye"
@@ -108,17 +118,21 @@ class ExoCalibration:
         return self.poses[nearest]
 
 
-def _lines(path: Path) -> list[tuple[int, str]]:
-    """(1-based line number, text) of a COLMAP text file."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(path, f"not a readable COLMAP text file: {err}") from None
-    lines = list(enumerate(text.splitlines(), start=1))
-    long = next((n for n, line in lines if len(line) > MAX_LINE), None)
-    if long is not None:
-        raise InputError(path, f"a line longer than {MAX_LINE} characters", row=long)
-    return lines
+def _lines(path: Path, skip_next: bool = False) -> Iterator[tuple[int, list[str]]]:
+    """(1-based line number, fields) of each line of a COLMAP text file that is neither blank nor a comment, streamed
+    within MAX_BYTES of its name. With ``skip_next`` the line after each one yielded (an image's 2D points, which may
+    be long and may be empty) is read through unheld, as COLMAP reads images.txt."""
+    limit = MAX_BYTES.get(path.name, MAX_BYTES[CAMERAS_FILE])
+    lines = stream_lines(path, limit, MAX_LINE)
+    for row, text in lines:
+        if text is None:
+            raise InputError(path, f"a line longer than {MAX_LINE} bytes", row=row)
+        fields = text.split()
+        if not fields or fields[0].startswith("#"):
+            continue
+        yield row, fields
+        if skip_next:
+            next(lines, None)
 
 
 def _numbers(path: Path, row: int, fields: list[str], what: str) -> list[float]:
@@ -131,40 +145,40 @@ def _numbers(path: Path, row: int, fields: list[str], what: str) -> list[float]:
     return values
 
 
-def read_colmap_cameras(path: str | os.PathLike[str]) -> dict[int, tuple[str, list[float]]]:
-    """``cameras.txt``: camera id -> (model, parameters). Comment lines (``#``) and blank lines are skipped."""
+def read_colmap_cameras(path: str | os.PathLike[str]) -> dict[int, tuple[str, list[float], int]]:
+    """``cameras.txt``: camera id -> (model, parameters, line). Comment lines (``#``) and blank lines are skipped."""
     path = Path(path)
-    cameras: dict[int, tuple[str, list[float]]] = {}
-    for row, line in _lines(path):
-        fields = line.split()
-        if not fields or fields[0].startswith("#"):
-            continue
+    cameras: dict[int, tuple[str, list[float], int]] = {}
+    for row, fields in _lines(path):
         if len(fields) < 5 or not fields[0].isdigit():
             raise InputError(path, "expected CAMERA_ID MODEL WIDTH HEIGHT PARAMS...", row=row)
         camera_id, model = int(fields[0]), fields[1]
         if camera_id in cameras:
-            raise InputError(path, f"camera id {camera_id} appears twice", row=row)
-        cameras[camera_id] = (model, _numbers(path, row, fields[4:], "camera parameters"))
+            raise InputError(
+                path, f"camera id {camera_id} appears twice (line {cameras[camera_id][2]} and here)", row=row
+            )
+        cameras[camera_id] = (model, _numbers(path, row, fields[4:], "camera parameters"), row)
     return cameras
 
 
 def read_colmap_images(path: str | os.PathLike[str]) -> list[tuple[int, str, np.ndarray, int]]:
     """``images.txt``: (line, name, 3 x 4 COLMAP-frame-to-camera matrix, camera id) per image. As COLMAP reads it, an
-    image line is followed by its 2D points line (which may be empty and is not read)."""
+    image line is followed by its 2D points line (which may be empty and is not read). An image id or a name listed
+    twice is refused, naming both lines."""
     path = Path(path)
     images = []
-    lines = iter(_lines(path))
-    for row, line in lines:
-        fields = line.split()
-        if not fields or fields[0].startswith("#"):
-            continue
-        next(lines, None)  # the image's 2D points
+    first: dict[tuple[str, str], int] = {}  # ("IMAGE_ID" or "NAME", value) -> the line that listed it
+    for row, fields in _lines(path, skip_next=True):
         if len(fields) != 10:
             raise InputError(path, "expected IMAGE_ID QW QX QY QZ TX TY TZ CAMERA_ID NAME", row=row)
         qw, qx, qy, qz, tx, ty, tz = _numbers(path, row, fields[1:8], "QW QX QY QZ TX TY TZ")
         norm = qw * qw + qx * qx + qy * qy + qz * qz
         if not fields[8].isdigit() or not 0.5 < norm < 2.0:
             raise InputError(path, "expected a unit quaternion and an integer CAMERA_ID", row=row)
+        for key in (("IMAGE_ID", fields[0]), ("NAME", fields[9])):
+            if key in first:
+                raise InputError(path, f"{key[0]} {key[1]} is listed twice (line {first[key]} and here)", row=row)
+            first[key] = row
         images.append(
             (row, fields[9], _quaternion_pose(np.array([qw, qx, qy, qz]) / np.sqrt(norm), [tx, ty, tz]), int(fields[8]))
         )
@@ -197,6 +211,11 @@ def read_anchor_transform(path: str | os.PathLike[str], anchor: str = ANCHOR) ->
         matrix = np.zeros(0)
     if matrix.shape != (4, 4) or not np.isfinite(matrix).all() or not np.allclose(matrix[3], [0, 0, 0, 1]):
         raise InputError(path, "the transform must be a finite 4 x 4 matrix with the last row 0 0 0 1", row=anchor)
+    scale = float(np.cbrt(np.linalg.det(matrix[:3, :3])))
+    rotation = matrix[:3, :3] / scale if scale > 0 else np.zeros((3, 3))
+    if not np.isfinite(rotation).all() or not np.allclose(rotation @ rotation.T, np.eye(3), atol=ROTATION_TOLERANCE):
+        message = f"the transform must be a similarity (a rotation times a scale > 0), got {matrix[:3, :3].tolist()}"
+        raise InputError(path, message, row=anchor)
     return matrix
 
 
@@ -212,20 +231,22 @@ def read_exo_calibration(take_dir: str | os.PathLike[str]) -> dict[str, ExoCalib
             continue  # an Aria image of the reconstruction
         if camera_id not in cameras:
             raise InputError(folder / IMAGES_FILE, f"camera id {camera_id} is not in {CAMERAS_FILE}", row=row)
-        model, params = cameras[camera_id]
-        try:
+        model, params, line = cameras[camera_id]
+        try:  # checked here, not where read: only the exo cameras' models are read (not the Aria ones COLMAP used)
             ColmapCamera.from_params(model, params)
         except ValueError as err:
-            raise InputError(folder / CAMERAS_FILE, str(err), row=f"camera {camera_id}") from None
-        world = pose @ anchor
-        scale = float(np.cbrt(np.linalg.det(world[:, :3])))
-        if not scale > 0:
-            raise InputError(folder / IMAGES_FILE, "the pose times the anchor transform is not a similarity", row=row)
-        extrinsics = np.vstack([world / scale, [0.0, 0.0, 0.0, 1.0]])
+            raise InputError(folder / CAMERAS_FILE, f"camera {camera_id}: {err}", row=line) from None
+        world = pose @ anchor  # a rotation times a similarity: a similarity (both are checked where read)
+        world = world / float(np.cbrt(np.linalg.det(world[:, :3])))
+        if (problem := rigid_problem(world)) is not None:
+            raise InputError(folder / IMAGES_FILE, f"{name} (through {TRANSFORMS_FILE}): {problem}", row=row)
+        extrinsics = np.vstack([world, [0.0, 0.0, 0.0, 1.0]])
         camera = match[1]
         entry = found.setdefault(camera, ExoCalibration(model, params, {}))
         if (entry.model, entry.params) != (model, params):
             raise InputError(folder / IMAGES_FILE, f"{camera} appears with two COLMAP cameras", row=row)
+        if int(match[2]) in entry.poses:
+            raise InputError(folder / IMAGES_FILE, f"{camera} has a second image at time stamp {match[2]}", row=row)
         entry.poses[int(match[2])] = extrinsics.ravel().tolist()
     return found
 

@@ -104,18 +104,17 @@ def input_files(
     roots = data_roots(root)
     annotation = read_annotations(root, settings, roots)
     names = annotation_names(settings)
-    where = root / names[0]
     images = limit_sequences(annotation, limit).images
-    for image_id, name in zip(images["image_id"], images["file_name"], strict=True):
+    for source, index, name in zip(images["annotation"], images["file_index"], images["file_name"], strict=True):
         calibration = calibration_path(name)
         for needed in (name, *([calibration[0]] if calibration else [])):
-            data_file(root, needed, where, f"image id {image_id}", roots)
+            data_file(root, needed, root / source, f"images[{index}]", roots)  # the annotation that lists it
             names.append(needed)
     takes = sorted({view[0] for view in map(view_of, images["file_name"]) if view is not None})
-    for name in calibration_files(root, takes):
-        names.append(inside(root / name, roots, where, name).relative_to(root).as_posix())
+    for name in calibration_files(root, takes):  # named by their place in the layout: no annotation lists them
+        names.append(inside(root / name, roots, root / name).relative_to(root).as_posix())
     for _, _, name in pose_files(images):
-        if data_file(root, name, where, name, roots).is_file():
+        if data_file(root, name, root / name, None, roots).is_file():
             names.append(name)
     for official in official_detections_names(settings):
         if data_file(root, official, PARAMS_FILE, "egohumans.fetch.annotation", roots).is_file():

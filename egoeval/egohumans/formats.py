@@ -62,6 +62,16 @@ CALIB_INTRINSICS = 15  # Aria's fisheye model (FisheyeRadTanThinPrism): f, cx, c
 CALIB_EXTRINSICS = 12
 MAX_NAME_LENGTH = 200  # a video name, which names files
 
+# Physical bounds of the numbers the data files give, each enforced where the number enters (the annotation, a calib
+# file, the COLMAP files, a fit_poses3d file): a value beyond them is a broken file, never a result.
+MAX_WORLD_M = 1000.0  # |x|, |y|, |z| of a camera centre or a 3D keypoint, metres from the world origin (EgoHumans'
+# takes are rooms, courts and yards tens of metres across; the world origin is the anchor wearer's first pose)
+FOCAL_PX = (1.0, 100_000.0)  # a focal length, pixels (Aria's RGB: about 600; a GoPro: about 900)
+MAX_PRINCIPAL_PX = 100_000.0  # |cx|, |cy|, pixels
+MAX_DISTORTION = 1000.0  # |k| of a distortion coefficient (Aria's and COLMAP's fisheyes: below 10)
+MAX_ASPECT = 2.0  # fy / fx (and fx / fy) of a camera with two focal lengths
+ROTATION_TOLERANCE = 1e-4  # |R R^T - I| of a rotation read from a file (as CameraPose checks it)
+
 
 # ----------------------------------------------------------------------------------------- restricted unpickling
 #
@@ -338,6 +348,7 @@ class TrackingAnnotation:
     path: Path
     sequences: pd.DataFrame  # name, video_id, length (frames), images, width, height, fps (NaN when unknown)
     images: pd.DataFrame  # IMAGE_COLUMNS, sorted by sequence and frame; also "order" (mmtracking's image order)
+    # and "file_index" (the image's position in its annotation file: images[i])
     ground_truth: dict[str, pd.DataFrame]  # sequence -> GT_COLUMNS by frame, a frame's boxes in file order
     dropped_videos: list[str]  # duplicate video names dropped (duplicate_videos="drop")
 
@@ -525,7 +536,41 @@ def _extrinsics(value: Any, path: Path, row: str) -> list[float]:
         raise InputError(path, f"extrinsics must hold 16 numbers (4 x 4) or 12 (3 x 4), got {len(value)}", row=row)
     if not np.allclose(value[12:], [0, 0, 0, 1], atol=1e-6):
         raise InputError(path, f"extrinsics' last row must be 0 0 0 1, got {value[12:]}", row=row)
+    if (problem := rigid_problem(np.reshape(np.asarray(value, dtype=np.float64), (4, 4))[:3])) is not None:
+        raise InputError(path, f"extrinsics: {problem}", row=row)
     return [float(v) for v in value]
+
+
+def rigid_problem(matrix: np.ndarray) -> str | None:
+    """Why a 3 x 4 world-to-camera ``[R | t]`` is no camera pose (None when it is one): R a proper rotation within
+    ROTATION_TOLERANCE, the camera centre ``-R^T t`` within MAX_WORLD_M of the world origin on each axis."""
+    rotation, translation = matrix[:, :3], matrix[:, 3]
+    if not np.isfinite(matrix).all():
+        return "NaN or infinity in the matrix"
+    if not np.allclose(rotation @ rotation.T, np.eye(3), atol=ROTATION_TOLERANCE) or np.linalg.det(rotation) < 0:
+        return f"the 3 x 3 block is not a rotation (within {ROTATION_TOLERANCE:g}): {_shown(rotation.tolist())}"
+    centre = -rotation.T @ translation
+    if not (np.abs(centre) <= MAX_WORLD_M).all():
+        return f"the camera centre {_shown(centre.tolist())} lies beyond {MAX_WORLD_M:g} m of the world origin"
+    return None
+
+
+def intrinsics_problem(focal: Any, centre: Any, distortion: Any) -> str | None:
+    """Why camera intrinsics cannot be a camera's (None when they can): finite, each focal length in FOCAL_PX (and
+    within MAX_ASPECT of each other), the principal point within MAX_PRINCIPAL_PX, each distortion coefficient
+    within MAX_DISTORTION."""
+    focal, centre, distortion = (np.atleast_1d(np.asarray(v, dtype=np.float64)) for v in (focal, centre, distortion))
+    if not all(np.isfinite(v).all() for v in (focal, centre, distortion)):
+        return "NaN or infinity among the intrinsics"
+    if not ((focal >= FOCAL_PX[0]) & (focal <= FOCAL_PX[1])).all():
+        return f"focal length {_shown(focal.tolist())} outside {FOCAL_PX[0]:g}..{FOCAL_PX[1]:g} px"
+    if focal.max() > MAX_ASPECT * focal.min():
+        return f"focal lengths {_shown(focal.tolist())} differ by more than a factor {MAX_ASPECT:g}"
+    if not (np.abs(centre) <= MAX_PRINCIPAL_PX).all():
+        return f"principal point {_shown(centre.tolist())} beyond {MAX_PRINCIPAL_PX:g} px"
+    if not (np.abs(distortion) <= MAX_DISTORTION).all():
+        return f"a distortion coefficient beyond {MAX_DISTORTION:g}: {_shown(distortion.tolist())}"
+    return None
 
 
 def _read_ground_truth(doc: dict[str, Any], path: Path, images: pd.DataFrame, videos: pd.DataFrame) -> pd.DataFrame:
@@ -556,6 +601,10 @@ def _read_ground_truth(doc: dict[str, Any], path: Path, images: pd.DataFrame, vi
         (lambda: ~np.isin(video_ids, videos["video_id"]), lambda i: f"unknown video id {video_ids[i]}"),
         (lambda: ~np.isin(categories, category_ids), lambda i: f"unknown category id {categories[i]}"),
         (lambda: (boxes[:, 2] < 0) | (boxes[:, 3] < 0), lambda i: f"negative box size {boxes[i, 2:].tolist()}"),
+        (
+            lambda: ~np.isfinite(boxes[:, :2] + boxes[:, 2:]).all(axis=1),
+            lambda i: f"the box's far corner (x + w, y + h) is beyond a float: {boxes[i].tolist()}",
+        ),
         (lambda: instances < 0, lambda i: f"instance_id {instances[i]} is negative (a person's id is >= 0)"),
         (
             lambda: images["video_id"].to_numpy()[positions] != video_ids,
@@ -621,8 +670,10 @@ def _area(value: Any, path: Path, index: int) -> float:
 
 def _image_time_stamps(values: list[Any], positions: np.ndarray, images: pd.DataFrame, path: Path) -> None:
     """``annotations[].time_stamp`` per image (in place, column ``time_stamp``; NA when no annotation has one): an
-    integer >= 0, the same for every annotation of an image."""
+    integer >= 0, the same for every annotation of an image, and increasing with the frames of its video (one
+    camera's clock: a time stamp frozen or running back is refused at the annotation that gives it)."""
     stamps = np.full(len(images), -1, dtype=np.int64)
+    given_by = np.full(len(images), -1, dtype=np.int64)  # the first annotation that gave each image its time stamp
     for i, (value, pos) in enumerate(zip(values, positions.tolist(), strict=True)):
         if value is None or pos < 0:
             continue  # unknown images are reported by the checks that follow
@@ -633,6 +684,19 @@ def _image_time_stamps(values: list[Any], positions: np.ndarray, images: pd.Data
             message = f"time_stamp {value} differs from {stamps[pos]} of another box in its image"
             raise InputError(path, message, row=f"annotations[{i}]")
         stamps[pos] = value
+        given_by[pos] = i if given_by[pos] < 0 else given_by[pos]
+    known = np.flatnonzero(stamps >= 0)
+    video, frame = images["video_id"].to_numpy()[known], images["frame"].to_numpy()[known]
+    order = known[np.lexsort((frame, video))]
+    same_video = images["video_id"].to_numpy()[order][1:] == images["video_id"].to_numpy()[order][:-1]
+    bad = np.flatnonzero(same_video & (stamps[order][1:] <= stamps[order][:-1]))
+    if bad.size:
+        earlier, later = int(order[bad[0]]), int(order[bad[0] + 1])
+        message = (
+            f"time_stamp {stamps[later]} of images[{later}] does not follow {stamps[earlier]} of images[{earlier}], "
+            "its video's previous frame: a camera's time stamps must increase with its frames (frozen or reversed)"
+        )
+        raise InputError(path, message, row=f"annotations[{given_by[later]}]")
     images["time_stamp"] = pd.array(np.where(stamps < 0, None, stamps), dtype="Int64")
 
 
@@ -654,6 +718,7 @@ def read_tracking_annotation(path: str | os.PathLike[str], duplicate_videos: str
     video_rank = pd.Series(np.arange(len(videos)), index=videos["video_id"].to_numpy())
     images["order"] = np.lexsort((images["frame"].to_numpy(), video_rank[images["video_id"]].to_numpy()))
     images["order"] = np.argsort(images["order"].to_numpy())
+    images["file_index"] = np.arange(len(images))  # images[i] of the file: errors found later name it
     images = images.sort_values(["sequence", "frame"]).reset_index(drop=True)
     per_seq = images.groupby("sequence", sort=True).agg(
         length=("frame", "max"), images=("frame", "size"), width=("width", "max"), height=("height", "max")
@@ -664,7 +729,7 @@ def read_tracking_annotation(path: str | os.PathLike[str], duplicate_videos: str
     return TrackingAnnotation(
         path=path,
         sequences=sequences[["name", "video_id", *counts, "fps"]],
-        images=images[[*IMAGE_COLUMNS, "order"]],
+        images=images[[*IMAGE_COLUMNS, "order", "file_index"]],
         ground_truth=ground_truth,
         dropped_videos=dropped,
     )
@@ -701,6 +766,12 @@ def read_aria_calibration(path: str | os.PathLike[str], camera: str) -> tuple[li
         expected = CALIB_INTRINSICS if lineno % 2 == 0 else CALIB_EXTRINSICS
         if len(row) != expected or not np.isfinite(row).all():
             raise InputError(path, f"expected {expected} finite numbers, got {len(row)}", row=lineno + 1)
+        if expected == CALIB_INTRINSICS:
+            problem = intrinsics_problem(row[0], row[1:3], row[3:])
+        else:  # 3 x 4 stored column-major, as the official reader reshapes it
+            problem = rigid_problem(np.reshape(row, (4, 3)).T)
+        if problem is not None:
+            raise InputError(path, problem, row=lineno + 1)
         values.append(row)
     k = 2 * CALIB_CAMERAS.index(camera)
     return values[k], values[k + 1]
@@ -725,6 +796,7 @@ def _validated_detections(df: pd.DataFrame, path: Path, row_of: Callable[[int], 
     known = np.isfinite(roots)
     for check, message in (
         (~np.isfinite(values).all(axis=1), "NaN or infinity in a detection"),
+        (~np.isfinite(values[:, 1:3] + values[:, 3:5]).all(axis=1), "the box's far corner (x + w, y + h) is infinite"),
         ((values[:, 3] < 0) | (values[:, 4] < 0), "negative box size"),
         ((values[:, 0] < 1) | (values[:, 0] != np.round(values[:, 0])), "frame must be an integer >= 1"),
         (known.any(axis=1) & ~known.all(axis=1), "a 3D root must be three finite numbers, or none"),

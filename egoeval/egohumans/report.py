@@ -24,7 +24,7 @@ from egoeval.egohumans.artifacts import GT_DIR, IMAGES, METRICS_FILE, PAIRED_FIL
 from egoeval.egohumans.disagreement import Disagreement, match_frame, most_disputed
 from egoeval.egohumans.published import PublishedTable, mismatch, read_published
 from egoeval.errors import InputError
-from egoeval.io import data_roots, inside, read_parquet, read_pinned
+from egoeval.io import data_roots, read_parquet, read_pinned
 from egoeval.markup import data_uri, esc, fmt, paired_table, table
 from egoeval.paired import read_paired
 from egoeval.reported import read_metrics
@@ -159,10 +159,13 @@ def frame_panel(
     return f'<svg class="boxes" viewBox="0 0 {width} {height}" role="img">{"".join(shapes)}</svg>'
 
 
-def _embedded_frame(path: Path, sha256: str, width: int) -> tuple[str, tuple[int, int], float]:
-    """A frame (its bytes checked against the pinned ``sha256``) scaled down to at most ``width`` px as a JPEG data
-    URI, its size and the scale applied."""
-    data = read_pinned(path, sha256)
+def _embedded_frame(
+    path: Path, sha256: str, width: int, roots: tuple[Path, ...], images: Path, row: str
+) -> tuple[str, tuple[int, int], float]:
+    """A frame (read as every pinned frame is, ``egoeval.io.read_pinned``: inside the data root ``roots``, its bytes
+    checked against the pinned ``sha256``; errors name the ``images`` table's ``row``) scaled down to at most
+    ``width`` px as a JPEG data URI, its size and the scale applied."""
+    data = read_pinned(path, sha256, roots, images, row)
     try:
         with Image.open(io.BytesIO(data)) as opened:
             image = opened.convert("RGB")
@@ -203,8 +206,9 @@ def disagreement_section(
             raise InputError(root / IMAGES, f"no image for frame {pick.frame}", row=pick.sequence)
         where, sha256 = located[pick.sequence, pick.frame]
         path = Path(where) if Path(where).is_absolute() else root / where
-        inside(path, roots, root / IMAGES, f"{pick.sequence} frame {pick.frame}")  # the page is shared
-        uri, size, scale = _embedded_frame(path, sha256, width)
+        uri, size, scale = _embedded_frame(
+            path, sha256, width, roots, root / IMAGES, f"{pick.sequence} frame {pick.frame}"
+        )
         gt, tracks = sequences[pick.sequence]
         gt_frame = gt[gt["frame"] == pick.frame]
         panels = []

@@ -25,15 +25,17 @@ class DetectionShard:
     mode: str
     fetched: Path
     settings: DetectSettings
+    data_root: Path  # egohumans.fetch.path: frames are read only inside it
     images: pd.DataFrame | None = None  # YOLO: whole batches of the stage's frames, absolute paths
     arch_only: bool = False
 
 
 class ShardedDetection(ScaleOut):
     def plan(self, root: Path, shards: int, mode: str = "yolo", arch_only: bool = False, **options: Any) -> list[Any]:
-        settings = benchmark_settings("egohumans", root / PARAMS_FILE).detect
+        egohumans = benchmark_settings("egohumans", root / PARAMS_FILE)
+        settings, data_root = egohumans.detect, root / egohumans.fetch.path
         if mode != "yolo":
-            return [DetectionShard(mode, root / FETCHED, settings)]
+            return [DetectionShard(mode, root / FETCHED, settings, data_root)]
         weights = settings.yolo_weights
         if weights and weights != detection.ARCH_ONLY:
             settings = settings.model_copy(update={"yolo_weights": str(root / weights)})
@@ -41,15 +43,15 @@ class ShardedDetection(ScaleOut):
         images["path"] = [p if Path(p).is_absolute() else str(root / p) for p in images["path"]]
         shard = (images.index // settings.yolo_batch) % shards  # whole batches, dealt round-robin
         return [
-            DetectionShard(mode, root / FETCHED, settings, part.reset_index(drop=True), arch_only)
+            DetectionShard(mode, root / FETCHED, settings, data_root, part.reset_index(drop=True), arch_only)
             for _, part in images.groupby(shard, sort=True)
         ]
 
     def run(self, shard: DetectionShard) -> pd.DataFrame:
         if shard.images is None:
-            return detection.detections(shard.mode, shard.fetched, shard.settings)
+            return detection.detections(shard.mode, shard.fetched, shard.settings, shard.data_root)
         model = detection.load_yolo(shard.settings, shard.arch_only)
-        return detection.detect_images(model, shard.images, shard.settings)
+        return detection.detect_images(model, shard.images, shard.settings, shard.data_root)
 
     def merge(self, root: Path, parts: list[pd.DataFrame], mode: str = "yolo", **options: Any) -> Path:
         if mode == "yolo":

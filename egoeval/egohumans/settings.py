@@ -96,9 +96,12 @@ class DetectSettings(Section):
 def packaged_trackers() -> dict[str, dict[str, Any]]:
     """Every tracker the pinned ultralytics ships (``cfg/trackers/<type>.yaml``, one per ``TRACKER_MAP`` entry) with
     its default settings; read from the package's files, without importing ultralytics."""
-    spec = importlib.util.find_spec("ultralytics")
+    try:
+        spec = importlib.util.find_spec("ultralytics")
+    except ImportError:  # a finder that refuses it: as good as absent
+        spec = None
     if spec is None or not spec.submodule_search_locations:
-        return {}
+        return {}  # _packaged_keys names the missing package
     folder = Path(next(iter(spec.submodule_search_locations))) / "cfg" / "trackers"
     trackers = {path.stem: yaml.safe_load(path.read_text()) for path in sorted(folder.glob("*.yaml"))}
     own = {path.stem: yaml.safe_load(path.read_text()) for path in OWN_TRACKERS}
@@ -144,6 +147,12 @@ class TrackerConfig(Section):
     @model_validator(mode="after")
     def _packaged_keys(self) -> TrackerConfig:
         trackers = packaged_trackers()
+        if not trackers:
+            raise ValueError(
+                f"tracker_type {self.tracker_type!r}: every tracker (egoeval's own are built on its ByteTrack) needs "
+                "the package ultralytics, which cannot be imported in this environment: install the project's "
+                "dependencies (make setup, or pip install -e .)"
+            )
         if self.tracker_type not in trackers:
             raise ValueError(f"tracker_type {self.tracker_type!r} must be one of {sorted(trackers)} (ultralytics')")
         if self.track_low_thresh > self.track_high_thresh:

@@ -15,6 +15,8 @@ that has one (its detection's root; the multi-view tracker's fused root), which 
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,7 +33,7 @@ from egoeval.egohumans.trackers import make_tracker, tracks_takes, uses_cameras,
 from egoeval.egohumans.trackers.egomotion import CameraPose
 from egoeval.egohumans.trackers.multiview import check_views, link_views, local_settings
 from egoeval.errors import InputError
-from egoeval.io import read_json, read_parquet, replaced_dir, write_parquet
+from egoeval.io import data_roots, read_json, read_parquet, replaced_dir, write_parquet
 from egoeval.tracking.mot import write_mot
 from egoeval.video import read_pinned_image
 
@@ -82,13 +84,14 @@ def track_sequence(
     config: TrackerConfig,
     detections: pd.DataFrame,
     length: int,
-    frames: dict[int, tuple[str, str]] | None = None,
+    frames: dict[int, Callable[[], np.ndarray]] | None = None,
     cameras: dict[int, CameraPose] | None = None,
 ) -> pd.DataFrame:
     """Track one sequence of ``length`` frames; ``detections`` holds its rows (frame, x, y, w, h, score).
 
-    ``frames`` (frame -> image path and its pinned sha256) is needed when the tracker compensates camera motion from
-    the images; ``cameras`` (frame -> camera pose) when it follows the known head rotation (``egomotion``, ``world``).
+    ``frames`` (frame -> a reader of its image: ``egoeval.video.read_pinned_image`` of the frame's path, pinned
+    sha256 and data root) is needed when the tracker compensates camera motion from the images; ``cameras`` (frame
+    -> camera pose) when it follows the known head rotation (``egomotion``, ``world``).
     """
     tracker = make_tracker(config)
     if length == 0:  # a camera that never sees anyone: the download has no image of it, so no tracks
@@ -110,11 +113,10 @@ def track_sequence(
         lo, hi = bounds[frame - 1], bounds[frame]
         image = None
         if need_images:
-            pinned = frames.get(frame)
-            if pinned is None or not Path(pinned[0]).is_file():
-                where = f"frame {frame}" if pinned is None else pinned[0]
-                raise InputError(where, "cannot read this frame image (needed by gmc_method)")
-            image = read_pinned_image(*pinned)
+            reader = frames.get(frame)
+            if reader is None:
+                raise InputError(f"frame {frame}", "no image of this frame (needed by gmc_method)")
+            image = reader()
         if cameras is not None and hasattr(tracker, "camera"):
             tracker.camera = cameras.get(frame)
         boxes = Boxes(xywh[lo:hi], conf[lo:hi], np.zeros(hi - lo, dtype=np.float32), roots[lo:hi])
@@ -162,8 +164,11 @@ def _count(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def track(name: str, config: TrackerConfig, detections_path: Path, fetched: Path, out_dir: Path) -> int:
+def track(
+    name: str, config: TrackerConfig, detections_path: Path, fetched: Path, out_dir: Path, data_root: Path
+) -> int:
     """Track every sequence fetch listed with the configured tracker ``name``; write one MOTChallenge file each.
+    Frames (for ``gmc_method``) are read only inside ``data_root`` (egohumans.fetch.path), as every pinned frame is.
     Returns the row count."""
     sequences_path = fetched / "sequences.json"
     if not sequences_path.is_file():
@@ -187,12 +192,14 @@ def track(name: str, config: TrackerConfig, detections_path: Path, fetched: Path
         if uncalibrated:
             message = f"the {config.tracker_type} tracker ({name}) needs camera poses: no frame has calibration"
             raise InputError(images_path, message, row=uncalibrated[0])
-    frames: dict[str, dict[int, tuple[str, str]]] = {}
+    frames: dict[str, dict[int, Callable[[], np.ndarray]]] = {}
     if uses_frames(config):
-        images = read_parquet(fetched / "images.parquet", ["sequence", "frame", "path", "sha256"])
-        for sequence, rows in images.groupby("sequence"):
-            pinned = zip(rows["path"].tolist(), rows["sha256"].tolist(), strict=True)
-            frames[str(sequence)] = dict(zip(rows["frame"].tolist(), pinned, strict=True))
+        images_path, roots = fetched / "images.parquet", data_roots(data_root)
+        images = read_parquet(images_path, ["sequence", "frame", "path", "sha256"])
+        for row in images.itertuples(index=False):
+            where = f"{row.sequence} frame {row.frame}"
+            reader = functools.partial(read_pinned_image, row.path, row.sha256, roots, images_path, where)
+            frames.setdefault(str(row.sequence), {})[int(row.frame)] = reader
     by_sequence = dict(tuple(detections.groupby("sequence", sort=True)))
     for seq in sequences:
         rows = by_sequence.get(seq["name"], detections.iloc[:0])

@@ -9,29 +9,34 @@ script writes them). People are the wearers: ``instance_id`` is the wearer's num
 
 ``egohumans.fetch.modality`` may list several modalities (``[ego_rgb, exo]``): their annotations
 (``tracking_<modality>.json``) are read as one, their video names must differ (they do in the official files:
-``..._aria01_rgb``, ``..._cam01_rgb``), and list-layout detection pickles follow the annotations in that order.
+``..._aria01_rgb``, ``..._cam01_rgb``), a camera belongs to one of them, and list-layout detection pickles follow
+the annotations in that order.
 
 3D ground truth: the official ``<big>/<seq>/processed_data/fit_poses3d/NNNNN.npy`` (``np.save`` of a dict
 ``{ariaXX: 17 x 4}``, COCO keypoints x, y, z, confidence in the world frame). A person's root is the midpoint of
 the hips (keypoints 11 and 12), as the sample's roots and the pelvis of every 3D tracker are. The ``.npy`` holds a
-pickle: it is read with the restricted unpickler (containers and arrays only), never with ``np.load``.
+pickle: it is read with the restricted unpickler (containers and arrays only), never with ``np.load``, once its size
+(MAX_POSE_FILE) is checked. A keypoint's x, y, z lie within ``MAX_WORLD_M`` of the world origin (formats.py's bound
+for every camera and person); NaN marks a keypoint the fit left unplaced (a root needs both hips).
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import io
 import os
 import pickle
 import re
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from egoeval.egohumans.formats import (
+    MAX_WORLD_M,
     MODALITIES,
     RestrictedUnpickler,
     TrackingAnnotation,
@@ -40,7 +45,7 @@ from egoeval.egohumans.formats import (
 )
 from egoeval.egohumans.settings import FetchSettings
 from egoeval.errors import InputError
-from egoeval.io import PARAMS_FILE, data_file
+from egoeval.io import PARAMS_FILE, data_file, read_bounded
 
 VIEW_IMAGE = re.compile(
     r"^(?P<take>[^/].*?)/(?P<kind>ego|exo)/(?P<camera>(?:aria|cam)\d+)/images/(?:(?:rgb|left|right)/)?[^/]+$"
@@ -78,20 +83,31 @@ def view_of(file_name: str) -> tuple[str, str] | None:
 
 def read_annotations(root: Path, settings: FetchSettings, roots: tuple[Path, ...]) -> TrackingAnnotation:
     """The annotations of every modality in ``settings`` read as one (see the module docstring); each must lie
-    inside the data root (``roots``: its ``data_roots``)."""
+    inside the data root (``roots``: its ``data_roots``). The images keep the annotation that lists them (column
+    ``annotation``, relative to the root); a camera listed by two annotations is refused."""
     names = annotation_names(settings)
     if len(set(modalities(settings))) != len(names) or not set(modalities(settings)) <= set(MODALITIES):
         raise InputError(PARAMS_FILE, f"egohumans.fetch.modality: distinct values among {list(MODALITIES)}")
     where = [data_file(root, name, PARAMS_FILE, "egohumans.fetch.annotation", roots) for name in names]
     parts = [read_tracking_annotation(path, settings.duplicate_videos) for path in where]
+    parts = [  # each image's annotation (relative to the root), for errors found later to name
+        dataclasses.replace(part, images=part.images.assign(annotation=name))
+        for part, name in zip(parts, names, strict=True)
+    ]
     if len(parts) == 1:
         return parts[0]
     seen: dict[str, str] = {}
+    cameras: dict[str, str] = {}  # a camera's image folder (ariaXX/images/rgb, .../left, camXX/images) -> annotation
     for name, part in zip(names, parts, strict=True):
         for video in part.sequences["name"]:
             if video in seen:
                 raise InputError(root / name, f"video {video!r} is also in {seen[video]}")
             seen[video] = name
+        for k, file_name in enumerate(part.images["file_name"]):
+            folder = PurePosixPath(str(file_name)).parent.as_posix()
+            if cameras.setdefault(folder, name) != name:
+                message = f"camera {folder} is also listed in {cameras[folder]}: each camera belongs to one modality"
+                raise InputError(root / name, message, row=f"images[{part.images['file_index'].iloc[k]}]")
     offsets = np.cumsum([0, *(len(p.images) for p in parts[:-1])])
     images = pd.concat(
         [p.images.assign(order=p.images["order"] + offset) for p, offset in zip(parts, offsets, strict=True)],
@@ -153,13 +169,7 @@ def pose_files(images: pd.DataFrame) -> list[tuple[str, int, str]]:
 def read_pose_file(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
     """One ``fit_poses3d`` file: ``{ariaXX: (17, 4) keypoints}`` (see the module docstring)."""
     path = Path(path)
-    try:
-        data = path.read_bytes()[: MAX_POSE_FILE + 1]
-    except OSError as err:
-        raise InputError(path, f"cannot read: {err}") from None
-    if len(data) > MAX_POSE_FILE:
-        raise InputError(path, f"larger than {MAX_POSE_FILE} bytes: not a 3D pose file")
-    handle = io.BytesIO(data)
+    handle = io.BytesIO(read_bounded(path, MAX_POSE_FILE))  # its size checked before a byte is read
     try:
         version = np.lib.format.read_magic(handle)
         header_len = {(1, 0): 2, (2, 0): 4, (3, 0): 4}[version]
@@ -183,6 +193,10 @@ def read_pose_file(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
         if not named or keypoints.ndim != 2 or keypoints.shape[0] != 17 or keypoints.shape[1] < 3:
             row = name if isinstance(name, str) else repr(name)
             raise InputError(path, "expected a 17 x 4 array of COCO keypoints under each ariaXX", row=row)
+        xyz = keypoints[:, :3]
+        if (np.abs(xyz[~np.isnan(xyz)]) > MAX_WORLD_M).any():  # infinity too; NaN: a keypoint the fit left unplaced
+            message = f"a keypoint beyond {MAX_WORLD_M:g} m of the world origin (or infinite): not a person in the take"
+            raise InputError(path, message, row=name)
         poses[name] = keypoints
     return poses
 

@@ -99,7 +99,8 @@ def _whole_jpeg(path: Path) -> tuple[int, int]:
 def extract_frames(items: pd.DataFrame, fetched_dir: Path, out_dir: Path, settings: FramesSettings) -> pd.DataFrame:
     """Write one strip per clip into ``out_dir``; return the index table (failures recorded, never raised)."""
     clips = list(items.itertuples(index=False))
-    bar = {"total": len(clips), "desc": "frames", "unit": "clip", "file": sys.stderr}
+    # no bar when stderr is closed (sys.stderr is None then): the stage runs on, silent
+    bar = {"total": len(clips), "desc": "frames", "unit": "clip", "file": sys.stderr, "disable": sys.stderr is None}
     if settings.source == "dataset":
         rows = [_from_dataset(c.id, getattr(c, "strip", ""), fetched_dir, out_dir) for c in tqdm(clips, **bar)]
     else:

@@ -13,6 +13,7 @@ Output: ``data/egohumans/detections/<mode>.parquet`` with columns sequence, fram
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from egoeval.egohumans.artifacts import FETCHED
 from egoeval.egohumans.detection import OUT_DIR, detect
@@ -28,13 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def body() -> None:
-        table = detect(
-            args.mode,
-            FETCHED,
-            OUT_DIR / f"{args.mode}.parquet",
-            benchmark_settings("egohumans").detect,
-            args.arch_only,
-        )
+        settings = benchmark_settings("egohumans")
+        out = OUT_DIR / f"{args.mode}.parquet"
+        table = detect(args.mode, FETCHED, out, settings.detect, Path(settings.fetch.path), args.arch_only)
         print(f"{args.mode}: {len(table)} boxes over {table['sequence'].nunique()} sequences")
 
     return run_stage(body, benchmark="egohumans")

@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
                 results[run]["cross_view"] = entry
             for run in results:  # what data it scored: egoeval compare ranks only the published data's runs
                 results[run] |= run_data(params, run)
-            speeds = head_speeds(read_parquet(IMAGES, ["sequence", "frame", "extrinsics"]))
+            speeds = head_speeds(read_parquet(IMAGES, ["sequence", "frame", "extrinsics"]), IMAGES)
             by_speed = head_speed_table(gt, tracks, speeds, params.score)
             outputs.write(METRICS_FILE, json_bytes(results))
             write_rows(outputs.path(HEADLINE_DIR), headline_rows(results, params))

@@ -9,6 +9,7 @@ detections. Output:
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from egoeval.egohumans.artifacts import DETECTIONS, FETCHED, TRACKS
 from egoeval.egohumans.formats import DETECTION_MODES
@@ -29,12 +30,14 @@ def main(argv: list[str] | None = None) -> int:
 
     def body() -> None:
         run = f"{args.tracker}-{args.mode}"
-        configured = benchmark_settings("egohumans").track
+        settings = benchmark_settings("egohumans")
+        configured = settings.track
         if args.tracker not in configured.config:
             known = ", ".join(sorted(configured.config))
             raise InputError(PARAMS_FILE, f"--tracker {args.tracker!r}: not a key of egohumans.track.config ({known})")
         config = configured.config[args.tracker]
-        rows = track(args.tracker, config, DETECTIONS / f"{args.mode}.parquet", FETCHED, OUT_DIR / run)
+        detections = DETECTIONS / f"{args.mode}.parquet"
+        rows = track(args.tracker, config, detections, FETCHED, OUT_DIR / run, Path(settings.fetch.path))
         print(f"{run}: {rows} track boxes")
 
     return run_stage(body, benchmark="egohumans")

@@ -5,7 +5,9 @@ EgoHumans scores tracking with mmtracking: its dataset class reads the ground tr
 ``ignore``/``iscrowd`` boxes kept as ignore boxes) and ``eval_mot`` scores the tracks on py-motmetrics 1.4.0
 (``egoeval.tracking.motmetrics``: sequences it leaves out are left out here too). The official path computes no
 HOTA: HOTA, DetA, AssA and LocA come from TrackEval's HOTA over the same sequences (ignore boxes dropped). NaN and
-infinity (py-motmetrics' ``x / 0``) become None.
+infinity (py-motmetrics' ``x / 0``) become None. An ignore box is a ground-truth row with ``conf == 0`` exactly, as
+the official reader has it (:func:`official_ignore_rule`; ``conf`` 0.5 is a person there, an ignore box under the
+``egoeval`` protocol's TrackEval rule).
 """
 
 from __future__ import annotations
@@ -27,6 +29,15 @@ def _finite(summary: dict[str, float | int]) -> dict[str, float | int | None]:
     return {k: v if isinstance(v, int) or np.isfinite(v) else None for k, v in summary.items()}
 
 
+def official_ignore_rule(gt: pd.DataFrame) -> pd.DataFrame:
+    """Ground truth as the official reader marks its ignore boxes: ``conf == 0`` exactly (mmtracking's ``mot2coco``
+    keeps ``mot_conf = float(conf)``, 0 meaning "ignored"; any other value is a person), where egoeval's protocol
+    follows TrackEval's ``int(conf) == 0``. Rows are returned with ``conf`` 0 (ignore) or 1 (a person), so the
+    scorers below, which truncate, read them the official way."""
+    conf = gt["conf"].to_numpy(np.float64)
+    return gt.assign(conf=np.where(conf == 0, 0.0, 1.0))
+
+
 class Official(Evaluator):
     name: ClassVar[str] = "official"
     uses_image_size: ClassVar[bool] = True
@@ -40,6 +51,7 @@ class Official(Evaluator):
         return gt[keep].reset_index(drop=True)
 
     def evaluate(self, gt: Tracks, pred: Tracks, iou: float = 0.5, seq_lengths: Lengths | None = None) -> Scores:
+        gt = {name: official_ignore_rule(table) for name, table in gt.items()}
         result = eval_mot(gt, pred, iou)
         names = list(result["sequences"])
         if names:

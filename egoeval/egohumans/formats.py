@@ -962,9 +962,9 @@ def _released_depths(
 ) -> np.ndarray:
     """The released ``roots_3d`` (one row per box, NaN where the pickle has none) decoded per image with its
     ``extrinsics`` (the annotation's, ``[]`` when it has none): each box's relative depth. A root of three NaN (the
-    official mean over a box narrower than a pixel) leaves that box's depth NaN. A decoded pixel more than
-    RELEASED_CENTRE_TOLERANCE_PX from its box's centre, a root half given, or roots for an image without extrinsics
-    raise InputError naming the image (and the box)."""
+    official mean over a box narrower than a pixel) leaves that box's depth NaN, and so does an image without
+    extrinsics (``extrinsics: []``: nothing to decode with). A decoded pixel more than RELEASED_CENTRE_TOLERANCE_PX
+    from its box's centre or a root half given raise InputError naming the image (and the box)."""
     depth = np.full(len(boxes), np.nan)
     start = 0
     for key, count, matrix in zip(keys, counts.tolist(), extrinsics, strict=True):
@@ -976,9 +976,8 @@ def _released_depths(
             raise InputError(path, f"roots_3d box {box} is neither three finite numbers nor three NaN", row=key)
         if not given.any():
             continue
-        if len(matrix) != 16:
-            message = "roots_3d for an image without extrinsics in the annotation (nothing to decode)"
-            raise InputError(path, message, row=key)
+        if len(matrix) != 16:  # an image without extrinsics: nothing to decode its roots with (depth unknown)
+            continue
         rows = rows[given]
         try:
             decoded = decode_released_roots(roots[rows], np.asarray(matrix, np.float64))

@@ -337,8 +337,19 @@ def test_stages_end_to_end(workdir: Path) -> None:
     # the ledger: modelA's 14 answered calls (c2's action timed out) and their usage; modelB's report none
     answered = example_responses().query("model == 'modelA' and response.notna()")
     tokens = int(answered["prompt_tokens"].sum())
-    assert a_metrics["ledger"] == {"calls": 14, "prompt_tokens": tokens, "completion_tokens": 14 * 7, "cost_usd": None}
-    assert b_metrics["ledger"] == dict.fromkeys(a_metrics["ledger"]) | {"calls": 12}
+    assert a_metrics["ledger"] == {
+        "calls": 14,
+        "calls_without_usage": 0,
+        "prompt_tokens": tokens,
+        "completion_tokens": 14 * 7,
+        "cost_usd": None,
+        "cost_is_lower_bound": False,
+    }
+    assert b_metrics["ledger"] == dict.fromkeys(a_metrics["ledger"]) | {
+        "calls": 12,
+        "calls_without_usage": 12,
+        "cost_is_lower_bound": False,  # no price: no cost, bound or not
+    }
 
     categories = pd.read_csv(workdir / "plots/egonormia/categories.csv")
     assert list(categories.columns) == ["setting", "model", "category", "n", "accuracy"]

@@ -637,7 +637,7 @@ PARQUET_READERS = {
     "data/egonormia/descriptions.parquet": [("stages.egonormia.infer",)],
     "data/egonormia/responses.parquet": [("stages.egonormia.parse",), ("egoeval.report",)],
     "data/egonormia/predictions.parquet": [("stages.egonormia.score",), ("egoeval.report",)],
-    "data/egohumans/fetched/detections_official.parquet": [("stages.egohumans.detect", "--mode", "gt")],
+    "data/egohumans/fetched/detections_official.parquet": [("stages.egohumans.detect", "--mode", "official")],
     "data/egohumans/fetched/detections_file.parquet": [("stages.egohumans.detect", "--mode", "file")],
     "data/egohumans/detections/gt.parquet": [("stages.egohumans.track", "--tracker", "bytetrack", "--mode", "gt")],
     "data/egohumans/fetched/images.parquet": [

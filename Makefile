@@ -24,7 +24,7 @@ repro: setup
 	dvc repro
 
 test: setup
-	python -m pytest
+	python -m pytest -n auto --dist loadfile --no-loadscope-reorder
 
 lint: setup
 	ruff check .

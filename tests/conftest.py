@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import signal
@@ -35,6 +36,22 @@ os.environ.setdefault("YOLO_OFFLINE", "1")
 os.environ.setdefault("DVC_NO_ANALYTICS", "1")
 # A temporary Prefect server on a loaded 2-core machine can take longer than Prefect's default 20 s to start.
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``make test``: ``--dist loadfile --no-loadscope-reorder``), the order files are handed
+    out: first one file that needs the shared ``reproduced`` workspace, so one worker builds it while the others run
+    the files that do not need it, which come next; then the other files that need it. Order within a file is kept.
+    """
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    files: dict[Path, list[pytest.Item]] = {}
+    for item in items:
+        files.setdefault(item.path, []).append(item)
+    needs = {path: any("reproduced" in item.fixturenames for item in tests) for path, tests in files.items()}
+    first = next((path for path, needed in needs.items() if needed), None)
+    order = sorted(files, key=lambda path: (path != first, needs[path]))  # stable: collection order otherwise
+    items[:] = [item for path in order for item in files[path]]
 
 
 def write_test_video(path: Path, seconds: float = 5.0, fps: float = 30.0, size: tuple[int, int] = (96, 64)) -> Path:
@@ -179,28 +196,60 @@ REPRODUCED_FILES = (
 )
 
 
-@pytest.fixture(scope="session")
-def reproduced(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A copy of this repository after a full ``dvc repro`` of the bundled sample, shared by every test that asks.
+def shared_temp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This run's temporary folder that every pytest-xdist worker shares (the session's own without xdist)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
-    Read-only: a test that changes anything (params, inputs, caches) works on its own copy
-    (``shutil.copytree(reproduced, ..., symlinks=True)``).
-    """
-    root = copy_repo(tmp_path_factory.mktemp("reproduced"))
+
+@contextlib.contextmanager
+def exclusive(lock: Path) -> Iterator[None]:
+    """Hold ``lock`` (an flock) while inside: one xdist worker at a time builds what the others then reuse."""
+    with open(lock, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def reproduce(root: Path, trace: Path) -> None:
+    """A full ``dvc repro`` in ``root`` (a fresh copy) that computes every number again, tracing each stage."""
     # The committed metrics and plots (git-tracked, `cache: false`) would let DVC skip the scoring stages: remove
     # them so every number is computed again, then compare with the committed files.
     for committed in REPRODUCED_FILES:
         (root / committed).unlink()
     # every params key each stage reads and every project file it imports, for the deps test (tests/test_dvc_deps.py)
     tracing = os.pathsep.join(filter(None, [str(TRACING), os.environ.get("PYTHONPATH", "")]))
-    run = dvc(root, "repro", EGOEVAL_TRACE=str(trace_file(tmp_path_factory)), PYTHONPATH=tracing)
+    run = dvc(root, "repro", EGOEVAL_TRACE=str(trace), PYTHONPATH=tracing)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    return root
+
+
+@pytest.fixture(scope="session")
+def reproduced(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of this repository after a full ``dvc repro`` of the bundled sample, shared by every test that asks.
+
+    Built once per test run: the first xdist worker to ask runs ``dvc repro``, the others wait and each takes its own
+    copy (so a ``dvc`` command in one worker never meets another's lock). Read-only: a test that changes anything
+    (params, inputs, caches) works on its own copy (``shutil.copytree(reproduced, ..., symlinks=True)``).
+    """
+    shared = shared_temp(tmp_path_factory)
+    built, failed = shared / "reproduced", shared / "reproduced.failed"
+    with exclusive(shared / "reproduced.lock"):
+        if failed.is_file():
+            pytest.fail(f"the shared `dvc repro` failed in another worker:\n{failed.read_text()}")
+        if not (shared / "reproduced.done").is_file():
+            try:
+                reproduce(copy_repo(built), trace_file(tmp_path_factory))
+            except BaseException as error:
+                failed.write_text(str(error))
+                raise
+            (shared / "reproduced.done").touch()
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return built
+    return Path(shutil.copytree(built, tmp_path_factory.mktemp("reproduced") / "ws", symlinks=True))
 
 
 def trace_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Where the ``reproduced`` run wrote what each stage read and imported (tests/tracing/sitecustomize.py)."""
-    return tmp_path_factory.getbasetemp() / "stage-trace.jsonl"
+    return shared_temp(tmp_path_factory) / "stage-trace.jsonl"
 
 
 @pytest.fixture(scope="session")

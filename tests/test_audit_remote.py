@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import copy_repo, dvc, tool_env, write_params
+from conftest import dvc, tool_env, write_params
 
 from egoeval.openai_server import OpenAIServer
 from egoeval.pipeline import pinned_output
@@ -32,8 +33,9 @@ def audit(root: Path) -> subprocess.CompletedProcess[str]:
     return run(root, sys.executable, "-m", "egoeval.cli", "audit", *REPORTS)
 
 
-def test_a_second_clone_audits_from_a_dvc_remote_with_no_model_call(tmp_path: Path) -> None:
-    first = copy_repo(tmp_path / "a")
+def test_a_second_clone_audits_from_a_dvc_remote_with_no_model_call(reproduced: Path, tmp_path: Path) -> None:
+    # the reproduced sample with another model: its EgoNormia stages run again, EgoHumans' are up to date
+    first = Path(shutil.copytree(reproduced, tmp_path / "a", symlinks=True))
     with OpenAIServer() as server:
         model = {"backend": "openai", "name": "loopback-vlm", "base_url": server.url, "api_key_env": KEY_ENV}
         write_params(first, {"egonormia": {"model": model, "describe": {"source": "model"}}})

@@ -298,8 +298,9 @@ def test_readme_is_short_and_leads_to_every_guide() -> None:
         assert re.search(rf"^{command} +# set up \.venv, then run", readme, re.M), command
     makefile = (REPO / "Makefile").read_text()
     assert re.search(r"^repro: setup\n\tdvc repro$", makefile, re.M) and re.search(
-        r"^test: setup\n\tpython -m pytest$", makefile, re.M
+        r"^test: setup\n\tpython -m pytest -n auto --dist loadfile --no-loadscope-reorder$", makefile, re.M
     )
+    assert "`python -m pytest -n auto --dist loadfile --no-loadscope-reorder`" in readme
     assert "synthetic" in readme and "never ranked among published results" in readme
 
 

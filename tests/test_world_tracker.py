@@ -1,6 +1,6 @@
-"""The world-frame tracker (egoeval/egohumans/trackers/world.py): its Kalman filter on 3D roots, that the roots are
-what it adds to the ego-motion tracker, re-finding a person the wearer walked past, bad inputs, and the bundled
-sample."""
+"""The world-frame tracker (egoeval/egohumans/trackers/world.py): its Kalman filter on 3D roots, that placing people
+in the world is what it adds to the ego-motion tracker, re-finding a person the wearer walked past (with the user's
+metric roots, and from the boxes and the ground alone), bad inputs, and the bundled sample."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from scipy.spatial.distance import mahalanobis
 from egoeval.egohumans.formats import ROOT_COLUMNS, read_det_txt, read_detection_pickle
 from egoeval.egohumans.settings import TrackerConfig, packaged_trackers
 from egoeval.egohumans.trackers.egomotion import CameraPose
+from egoeval.egohumans.trackers.placement import GroundPlane
 from egoeval.egohumans.trackers.world import RootFilter
 from egoeval.egohumans.tracking import track, track_sequence
 from egoeval.errors import InputError, ParamsError
@@ -37,9 +38,10 @@ def test_the_filter_on_a_still_walker_is_a_least_squares_line() -> None:
     truth = np.array([1.0, 0.9, -4.0]) + np.outer(frames, [0.03, 0.0, -0.01])
     seen = truth + rng.normal(0, 0.05, truth.shape)
     rf = RootFilter(walk_noise_m=1e-9)
-    mean, covariance = rf.initiate(seen[0], 0.05)
+    error = np.eye(3) * 0.05**2
+    mean, covariance = rf.initiate(seen[0], error)
     for root in seen[1:]:
-        mean, covariance = rf.update(*rf.predict(mean, covariance), root, 0.05)
+        mean, covariance = rf.update(*rf.predict(mean, covariance), root, error)
     slope, intercept = np.polynomial.polynomial.polyfit(frames, seen, 1)[::-1]
     np.testing.assert_allclose(mean[3:], slope, atol=2e-4)
     np.testing.assert_allclose(mean[:3], intercept + slope * frames[-1], atol=2e-3)
@@ -53,12 +55,12 @@ def test_the_filter_on_a_still_walker_is_a_least_squares_line() -> None:
 )
 def test_the_gate_is_the_mahalanobis_distance(root: list[float], std: float, steps: int) -> None:
     rf = RootFilter(walk_noise_m=0.01)
-    mean, covariance = rf.initiate(np.array([0.5, 1.0, -3.0]), 0.2)
+    mean, covariance = rf.initiate(np.array([0.5, 1.0, -3.0]), np.eye(3) * 0.2**2)
     for _ in range(steps):
         mean, covariance = rf.predict(mean, covariance)
     spread = covariance[:3, :3] + np.eye(3) * std**2
     expected = mahalanobis(root, mean[:3], np.linalg.inv(spread)) ** 2
-    got = rf.squared_distances(mean[None], covariance[None], np.array([root]), np.array([std]))[0, 0]
+    got = rf.squared_distances(mean[None], covariance[None], np.array([root]), np.eye(3)[None] * std**2)[0, 0]
     assert got == pytest.approx(expected, rel=1e-9)
 
 
@@ -99,25 +101,19 @@ def test_it_finds_again_a_person_the_wearer_walked_past() -> None:
     assert ego["id"].nunique() == 2 and byte["id"].nunique() == 2  # the head did not turn: the warp cannot help
 
 
-def test_without_roots_it_is_the_egomotion_tracker() -> None:
-    """The roots are the cause: without them the world tracker's output is the ego-motion tracker's, box for box."""
+def test_without_roots_it_places_people_from_the_boxes_and_the_ground() -> None:
+    """No metric root (gt and official modes): the box's foot on the floor and its height place the person; without
+    a ground plane the height alone does; the ego-motion tracker, with neither, loses the person."""
     detections, cameras = _walked_past(60, range(20, 40), 0.05)
     rootless = detections.assign(**{c: np.nan for c in ROOT_COLUMNS})
     trackers = {kind: TrackerConfig(**settings) for kind, settings in packaged_trackers().items()}
-    world = track_sequence(trackers["world"], rootless, 60, cameras=cameras)
+    floor = GroundPlane(np.array([0.0, 1.0, 0.0]), 0.0, 0.08)
+    for ground in ((floor, (WIDTH, HEIGHT)), None):
+        world = track_sequence(trackers["world"], rootless, 60, cameras=cameras, ground=ground)
+        assert world["id"].nunique() == 1 and world["frame"].max() == 60
+        np.testing.assert_allclose(world[ROOT_COLUMNS].median(), [0.4, 0.9, -3.0], atol=0.3)
     ego = track_sequence(trackers["egomotion"], rootless, 60, cameras=cameras)
-    pd.testing.assert_frame_equal(world, ego)
-
-
-@pytest.mark.bad_input
-def test_detections_without_roots_are_refused_by_name(tmp_path: Path) -> None:
-    fetched = tmp_path / "fetched"
-    fetched.mkdir()
-    (fetched / "sequences.json").write_text(json.dumps({"sequences": [{"name": "s", "length": 2}]}))
-    rows = pd.DataFrame({"sequence": ["s"], "frame": [1], "x": [1.0], "y": [1.0], "w": [5.0], "h": [9.0]})
-    write_parquet(tmp_path / "gt.parquet", rows.assign(score=1.0))
-    with pytest.raises(InputError, match=r"gt\.parquet.*world tracker \(w\) needs 3D roots"):
-        track("w", TrackerConfig(**packaged_trackers()["world"]), tmp_path / "gt.parquet", fetched, tmp_path / "tracks")
+    assert ego["id"].nunique() == 2
 
 
 @pytest.mark.bad_input

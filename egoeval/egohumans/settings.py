@@ -96,7 +96,7 @@ def packaged_trackers() -> dict[str, dict[str, Any]]:
 # egoeval's own trackers (egoeval.egohumans.trackers), each with its YAML of defaults beside its module
 OWN_TRACKERS = sorted((Path(__file__).parent / "trackers").glob("*.yaml"))
 OWN_RANGES = {"root_noise": (0.0, 1.0), "walk_noise_m": (1e-6, 1.0), "gate_probability": (0.5, 0.999999)}
-OWN_RANGES |= {"size_noise": (0.01, 1.0), "person_height_m": (0.5, 2.5)}
+OWN_RANGES |= {"size_noise": (0.01, 1.0), "person_height_m": (0.5, 2.5), "eye_height_m": (0.5, 2.5)}
 GMC_METHODS = ("none", "sparseOptFlow", "orb", "sift", "ecc")
 
 

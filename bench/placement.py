@@ -35,10 +35,18 @@ import yaml
 from bench import save
 from egoeval.egohumans.crossview import cross_view_runs
 from egoeval.egohumans.formats import ROOT_COLUMNS, WORLD_COLUMNS, read_detections_parquet
-from egoeval.io import write_parquet
 from egoeval.egohumans.scoring import read_runs, run_names, score_runs
-from egoeval.egohumans.trackers.placement import Priors, by_height, foot_on_ground, from_roots, fuse, take_planes
+from egoeval.egohumans.trackers.placement import (
+    Priors,
+    by_height,
+    camera_centre,
+    foot_on_ground,
+    from_roots,
+    fuse,
+    take_planes,
+)
 from egoeval.egohumans.tracking import camera_poses, track
+from egoeval.io import write_parquet
 from egoeval.settings import load_settings
 from egoeval.stage import command_env
 from egoeval.tracking.mot import read_mot
@@ -53,6 +61,8 @@ SAMPLE = "sample"
 MATCH_IOU = 0.5
 GOAL_POINTS = 5.0
 SOURCES = ("foot on ground", "height prior", "fused (boxes only)", "file-mode metric roots", "file roots fused")
+RELEASED = "released roots, best scale per frame"  # where the released pickle's relative depth is decoded
+RELEASED_DEPTH = "released_depth"  # the official detections' column: the depth the released roots_3d were made from
 
 
 def prepare(work: Path, sample: dict[str, Any] | None = None) -> Path:
@@ -96,7 +106,9 @@ def placement_errors(work: Path) -> dict[str, dict[str, Any]]:
     planes = take_planes(images, cameras, priors.eye_height_m)
     truth = pd.read_parquet(fetched / "world_roots.parquet").set_index(["take", "time_stamp", "person"])
     detections = dict(tuple(pd.read_parquet(work / "data/egohumans/detections/file.parquet").groupby("sequence")))
-    errors: dict[str, list[float]] = {source: [] for source in SOURCES}
+    official = pd.read_parquet(fetched / "detections_official.parquet")
+    released = dict(tuple(official.groupby("sequence"))) if RELEASED_DEPTH in official.columns else None
+    errors: dict[str, list[float]] = {source: [] for source in SOURCES} | ({RELEASED: []} if released else {})
     for sequence, frames in images.groupby("sequence", sort=True):
         take = str(frames["take"].iloc[0])
         size = (float(frames["width"].iloc[0]), float(frames["height"].iloc[0]))
@@ -115,6 +127,8 @@ def placement_errors(work: Path) -> dict[str, dict[str, Any]]:
             for source, (points, _) in estimates.items():
                 known = np.isfinite(points).all(axis=1)
                 errors[source] += np.linalg.norm(points[known] - where[known], axis=1).tolist()
+            if released is not None:
+                errors[RELEASED] += _released_errors(pose, released.get(sequence), int(frame), corners, where)
             mine = found.get(frame)
             if mine is None:
                 continue
@@ -135,6 +149,28 @@ def placement_errors(work: Path) -> dict[str, dict[str, Any]]:
                 known = np.isfinite(points).all(axis=1)
                 errors[source] += np.linalg.norm(points[known] - where[best[matched]][known], axis=1).tolist()
     return {source: _summary(values) for source, values in errors.items()}
+
+
+def _released_errors(
+    pose: Any, official: pd.DataFrame | None, frame: int, corners: np.ndarray, where: np.ndarray
+) -> list[float]:
+    """The errors of one frame's released roots decoded (its box centre's ray at the relative depth they were made
+    from), scaled by the one factor per frame that fits the ground truth best (least squares: an oracle's scale, the
+    best those depths can do). The released boxes are the ground-truth boxes: matched by IoU."""
+    rows = None if official is None else official[official["frame"] == frame].dropna(subset=[RELEASED_DEPTH])
+    if rows is None or rows.empty:
+        return []
+    boxes = rows[["x", "y", "w", "h"]].to_numpy(np.float64)
+    overlap = _iou(boxes, corners)
+    keep = overlap.max(axis=1) >= MATCH_IOU
+    if not keep.any():
+        return []
+    boxes, truth = boxes[keep], where[overlap.argmax(axis=1)[keep]]
+    rays = pose.camera.unproject(boxes[:, :2] + boxes[:, 2:] / 2) @ pose.rotation  # z = 1: depth is along the axis
+    steps = rays * rows[RELEASED_DEPTH].to_numpy(np.float64)[keep][:, None]
+    centre = camera_centre(pose)
+    scale = float(np.sum(steps * (truth - centre)) / max(float(np.sum(steps * steps)), 1e-12))
+    return np.linalg.norm(centre + scale * steps - truth, axis=1).tolist()
 
 
 def tracker_scores(work: Path) -> dict[str, dict[str, float]]:

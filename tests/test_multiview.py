@@ -128,7 +128,7 @@ def test_lift_places_a_box_at_its_person() -> None:
     values, vectors = np.linalg.eigh(spread[0])
     assert abs(vectors[:, -1] @ ray) > 0.999  # the long axis is the ray
     assert np.sqrt(values[-1]) == pytest.approx(SETTINGS["size_noise"] * np.linalg.norm(point[0] - centre), rel=1e-6)
-    metric = root + [0.0, 0.0, 0.4]
+    metric = root + np.array([0.0, 0.0, 0.4])
     with_root, fused = lift(pose, found, metric[None], (WIDTH, HEIGHT), None, SETTINGS)
     assert np.linalg.norm(with_root[0] - metric) < np.linalg.norm(point[0] - metric)
     assert np.linalg.eigvalsh(fused[0])[-1] < values[-1]  # two sources: surer than either

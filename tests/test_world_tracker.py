@@ -21,9 +21,8 @@ from egoeval.egohumans.settings import TrackerConfig, packaged_trackers
 from egoeval.egohumans.trackers.egomotion import CameraPose
 from egoeval.egohumans.trackers.placement import GroundPlane
 from egoeval.egohumans.trackers.world import RootFilter
-from egoeval.egohumans.tracking import track, track_sequence
+from egoeval.egohumans.tracking import track_sequence
 from egoeval.errors import InputError, ParamsError
-from egoeval.io import write_parquet
 from egoeval.settings import validate_params
 
 REPO = Path(__file__).resolve().parents[1]

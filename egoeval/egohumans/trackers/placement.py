@@ -159,7 +159,9 @@ def foot_on_ground(
     along = np.hypot(floor_error / descent, above * slope / descent**2 * angle_error)
     pelvis = PELVIS_FRACTION * priors.person_height_m
     points[usable] = centre + distance[:, None] * rays + pelvis * plane.up
-    across = np.hypot(np.where(cut[usable], CUT_BOX_STD * priors.person_height_m, BOX_CENTRE_STD_M), angle_error * distance)
+    across = np.hypot(
+        np.where(cut[usable], CUT_BOX_STD * priors.person_height_m, BOX_CENTRE_STD_M), angle_error * distance
+    )
     spread = _covariance(rays, along, across)
     covariances[usable] = spread + PELVIS_HEIGHT_STD_M**2 * np.outer(plane.up, plane.up)
     return points, covariances

@@ -50,9 +50,7 @@ class RootFilter:
         covariance[:3, :3] = error
         return np.r_[root, np.zeros(3)], covariance
 
-    def innovation(
-        self, mean: np.ndarray, covariance: np.ndarray, error: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
+    def innovation(self, mean: np.ndarray, covariance: np.ndarray, error: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The predicted root and its covariance with a measurement of covariance ``error``."""
         return mean[:3], self.observe @ covariance @ self.observe.T + error
 

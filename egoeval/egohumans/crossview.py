@@ -6,8 +6,8 @@ entry being ``{"camera": {IDF1, IDP, IDR, IDTP, IDFN, IDFP, ci95}, "world": {HOT
 IDF1, IDP, IDR, IDSW, FP, FN, ..., distance_m, ci95} or None}``. ``camera`` is the multi-camera identity over every
 camera of a take; ``world`` tracking on each run's world points (None where the take has no 3D ground truth or the
 run's boxes carry no world points). Ground truth is read as TrackEval reads it (ignore boxes dropped). A take's
-cameras are its videos (fetch's ``take`` of each image); the 3D ground truth is fetch's ``world_roots.parquet`` (the official
-``fit_poses3d``), kept at the time stamps where some camera sees the person.
+cameras are its videos (fetch's ``take`` of each image); the 3D ground truth is fetch's ``world_roots.parquet`` (the
+official ``fit_poses3d``), kept at the time stamps where some camera sees the person.
 """
 
 from __future__ import annotations

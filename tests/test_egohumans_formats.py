@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from egoeval.egohumans.formats import (
+    RELEASED_DEPTH,
     ROOT_COLUMNS,
     calibration_path,
     check_detections_known,
@@ -23,6 +24,12 @@ from egoeval.egohumans.formats import (
     read_detection_pickle,
     read_detections_parquet,
     read_tracking_annotation,
+)
+from egoeval.egohumans.official_conversion import (
+    decode_released_roots,
+    linear_transform,
+    released_bbox,
+    released_root,
 )
 from egoeval.errors import InputError
 from egoeval.io import write_parquet
@@ -91,11 +98,62 @@ def test_detection_pickle_of_numpy_arrays_is_read(tmp_path: Path, protocol: int)
     path.write_bytes(pickle.dumps({"det_bboxes": boxes, "roots_3d": {}, "n": np.float64(2.0)}, protocol=protocol))
     df = read_detection_pickle(path, _images(list(boxes)))
     assert df[ROOT_COLUMNS].isna().all().all()  # roots_3d {}: none known
-    assert df.drop(columns=ROOT_COLUMNS).to_dict("records") == [
+    assert df[RELEASED_DEPTH].isna().all()
+    assert df.drop(columns=[*ROOT_COLUMNS, RELEASED_DEPTH]).to_dict("records") == [
         {"sequence": "seq", "frame": 1, "x": 10.0, "y": 20.0, "w": 30.0, "h": 60.0, "score": pytest.approx(0.9)},
         {"sequence": "seq", "frame": 1, "x": 0.0, "y": 0.0, "w": 5.5, "h": 7.25, "score": pytest.approx(0.3)},
         {"sequence": "seq", "frame": 3, "x": 1.0, "y": 2.0, "w": 2.0, "h": 2.0, "score": 0.5},
     ]
+
+
+def _turned(angle: float, shift: tuple[float, float, float]) -> np.ndarray:
+    """A 4 x 4 world-to-camera matrix: a turn about y and a shift."""
+    c, s = np.cos(angle), np.sin(angle)
+    matrix = np.eye(4)
+    matrix[:3, :3] = [[c, 0, s], [0, 1, 0], [-s, 0, c]]
+    matrix[:3, 3] = shift
+    return matrix
+
+
+def _released_pickle(path: Path, roots: np.ndarray | None = None) -> tuple[pd.DataFrame, np.ndarray]:
+    """A released pickle of two boxes on one image whose roots_3d the official formula wrote (or ``roots``), and the
+    images table with that image's extrinsics; returns (images, the depth map)."""
+    extrinsics = _turned(0.7, (1.0, -2.0, 3.5))
+    depth = np.arange(100 * 120, dtype=np.float64).reshape(100, 120) / 100.0
+    boxes = [(10.4, 20.7, 30.2, 41.9), (50.0, 5.0, 12.5, 60.5)]
+    rows = np.array([released_bbox(box) for box in boxes])
+    if roots is None:
+        roots = np.stack([released_root(depth, box, extrinsics) for box in boxes])
+    path.write_bytes(pickle.dumps({"det_bboxes": {"a.jpg": [rows]}, "roots_3d": {"a.jpg": [roots]}}))
+    return _images(["a.jpg"]).assign(extrinsics=[extrinsics.ravel().tolist()]), depth
+
+
+def test_released_roots_are_decoded_for_what_they_hold(tmp_path: Path) -> None:
+    """The released roots_3d (box-centre pixel and mean depth through the extrinsics, as the official conversion
+    writes them) give back each box's relative depth (released_depth), never a metric root; the same pickle read
+    as the user's own detections keeps its roots as metric ones."""
+    path = tmp_path / "detections_ego_rgb.pkl"
+    images, depth = _released_pickle(path)
+    released = read_detection_pickle(path, images, released=True)
+    assert released[ROOT_COLUMNS].isna().all().all()
+    expected = sorted([depth[20:62, 10:40].mean(), depth[5:65, 50:62].mean()])
+    np.testing.assert_allclose(sorted(released[RELEASED_DEPTH]), expected, rtol=1e-12)
+    own = read_detection_pickle(path, images)
+    assert own[ROOT_COLUMNS].notna().all().all() and own[RELEASED_DEPTH].isna().all()
+    point = np.array([[2.0, 4.0, 7.5]])  # decoding inverts the official linear_transform
+    roots = linear_transform(point, np.asarray(images["extrinsics"][0]).reshape(4, 4))
+    np.testing.assert_allclose(decode_released_roots(roots, np.asarray(images["extrinsics"][0])), point, atol=1e-12)
+
+
+@pytest.mark.bad_input
+def test_released_roots_that_are_no_official_roots_are_named(tmp_path: Path) -> None:
+    path = tmp_path / "detections_ego_rgb.pkl"
+    images, _ = _released_pickle(path, roots=np.array([[0.0, 0.0, 0.0], [1.0, 2.0, 3.0]]))
+    with pytest.raises(InputError, match=r"detections_ego_rgb\.pkl, row a\.jpg: roots_3d box 0 decodes to pixel"):
+        read_detection_pickle(path, images, released=True)
+    _released_pickle(path)
+    with pytest.raises(InputError, match=r"row a\.jpg: roots_3d for an image without extrinsics"):
+        read_detection_pickle(path, images.assign(extrinsics=[[]]), released=True)
 
 
 def test_old_numpy_module_names_are_admitted(tmp_path: Path) -> None:

@@ -24,6 +24,8 @@ import pytest
 import yaml
 from conftest import copy_repo, dvc, tool_env, write_params
 
+from egoeval.egohumans.official_conversion import released_root
+
 pytestmark = pytest.mark.slow
 SET = "benchmark/01_tagging/all/coco_track"
 BIG, SEQ = "01_tagging", "001_tagging"
@@ -100,7 +102,9 @@ def build_official_download(root: Path, frames: int = 12) -> None:
                 boxes.append(np.array([x, y, x + w, y + h, 1.0]).reshape(1, -1))
             detections["det_bboxes"][file_name] = [np.concatenate(boxes, axis=0)]
             detections["keypoints_3d"][file_name] = [np.zeros((len(boxes), 17, 4))]
-            detections["roots_3d"][file_name] = [np.zeros((len(boxes), 3))]
+            depth = np.full((H, W), 3.0)  # the official formula: box-centre pixel and mean depth through the extrinsics
+            roots = [released_root(depth, tuple(_box(t, person)), pose) for person in people]
+            detections["roots_3d"][file_name] = [np.stack(roots)]
     (root / SET).mkdir(parents=True)
     (root / SET / "tracking_ego_rgb.json").write_text(json.dumps(doc, indent=4))
     with open(root / SET / "detections_ego_rgb.pkl", "wb") as handle:

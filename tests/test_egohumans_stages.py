@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import pickle
@@ -19,18 +20,27 @@ from conftest import dvc
 from oracle_env import MotmetricsOracle, assert_equal_to_oracle
 
 from egoeval.egohumans import crossview, fetching, scoring, tracking
-from egoeval.egohumans.exo import read_exo_calibration
+from egoeval.egohumans.exo import camera_pose, read_exo_calibration
 from egoeval.egohumans.formats import (
     DETECTION_COLUMNS,
+    RELEASED_DEPTH,
     ROOT_COLUMNS,
     read_det_txt,
     read_detection_pickle,
     read_detections_parquet,
 )
+from egoeval.egohumans.official_conversion import (
+    annotation_bbox,
+    decode_released_roots,
+    linear_transform,
+    pose_to_bbox,
+    released_bbox,
+    released_root,
+)
 from egoeval.egohumans.settings import DetectSettings, FetchSettings, SampleSettings, ScoreSettings, TrackerConfig
 from egoeval.egohumans.views import read_annotations, read_pose_file
 from egoeval.errors import InputError
-from egoeval.io import data_roots, verify_manifest
+from egoeval.io import data_roots, read_manifest, verify_manifest, write_manifest
 from egoeval.settings import validate_params
 from egoeval.tracking.mot import read_mot, write_mot
 from stages.egohumans import detect, fetch, sample, score, track
@@ -148,9 +158,8 @@ def test_sample_content(pipeline: Path) -> None:
     assert set(anns["instance_id"]) == set(range(1, SMALL["people"] + 1))  # every wearer, the same id in every view
     assert (anns["human_name"] == anns["instance_id"].map("aria{:02d}".format)).all()
     assert not (anns["camera_name"] == anns["human_name"]).any()  # nobody sees themselves
-    assert anns["occluded"].any() and anns["truncated"].any()
-    assert anns["visibility"].between(0, 1).all()
-    assert (anns["visibility"] < 0.5).any() and (anns["visibility"] == 1).any()
+    # nothing the official conversion does not write: every box visibility 1.0, no occlusion or truncation flags
+    assert (anns["visibility"] == 1.0).all() and not anns["occluded"].any() and not anns["truncated"].any()
     reentries = 0
     for gt in annotation.ground_truth.values():
         for _, track_rows in gt.groupby("id"):
@@ -306,9 +315,13 @@ def test_detect_gt_official_and_file(pipeline: Path) -> None:
     assert len(gt) == fetched_gt
     # the released pickle holds the ground-truth boxes with score 1.0 (as the official conversion writes it) and
     # their 3D roots, which the ground-truth boxes take from it
-    pd.testing.assert_frame_equal(read_detections_parquet(detections / "official.parquet"), gt)
-    ego = gt["sequence"].str.contains("_aria")
-    assert gt.loc[ego, ROOT_COLUMNS].notna().all().all() and gt.loc[~ego, ROOT_COLUMNS].isna().all().all()
+    # and beside them their roots_3d decoded: a relative depth (released_depth, ego images only); neither mode carries
+    # a metric root, so both feed a tracker the same inputs
+    official = read_detections_parquet(detections / "official.parquet")
+    pd.testing.assert_frame_equal(official.drop(columns=RELEASED_DEPTH), gt.drop(columns=RELEASED_DEPTH))
+    assert gt[[*ROOT_COLUMNS, RELEASED_DEPTH]].isna().all().all() and official[ROOT_COLUMNS].isna().all().all()
+    ego = official["sequence"].str.contains("_aria")
+    assert official.loc[ego, RELEASED_DEPTH].notna().all() and official.loc[~ego, RELEASED_DEPTH].isna().all()
     file = pd.read_parquet(detections / "file.parquet")
     pd.testing.assert_frame_equal(file, pd.read_parquet(pipeline / "data/egohumans/fetched/detections_file.parquet"))
 
@@ -592,3 +605,224 @@ def test_the_manifest_stands_for_the_data_root_and_every_frame_read_is_checked(
     frame.write_bytes(original)
     ran = dvc(root, "repro", "--single-item", "egohumans_track@botsort-gt")
     assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]
+
+
+# ----------------------------------------------------------------------------------------- no ground truth in a tracker
+
+
+def _released(pipeline: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The sample's ego annotation and released pickle (the test's own files: the plain unpickler is safe here)."""
+    root = pipeline / "data/egohumans/sample"
+    return json.loads((root / ANNOTATION).read_text()), pickle.loads((root / OFFICIAL_PKL).read_bytes())
+
+
+def test_released_roots_hold_a_pixel_and_a_relative_depth(pipeline: Path) -> None:
+    """The sample's released pickle computes roots_3d as the official conversion does: each box's centre pixel and
+    the mean of a MiDaS-like relative inverse depth map through the image's extrinsics, wrapped as det_bboxes; the
+    decoded depth follows the person's inverse depth, with a scale of its own in every frame (never metres)."""
+    doc, released = _released(pipeline)
+    exo = pickle.loads((pipeline / "data/egohumans/sample" / EXO_PKL).read_bytes())
+    assert exo["roots_3d"] == {} and exo["det_bboxes"] and exo["keypoints_3d"]  # no depth for the exo cameras
+    fetched = pipeline / "data/egohumans/fetched"
+    truth = pd.read_parquet(fetched / "world_roots.parquet").set_index(["take", "time_stamp", "person"])
+    boxes_of: dict[int, list[dict[str, Any]]] = {}
+    for ann in doc["annotations"]:
+        boxes_of.setdefault(ann["image_id"], []).append(ann)
+    products, gaps = [], []
+    for image in doc["images"]:
+        name, anns = image["file_name"], boxes_of[image["id"]]
+        (roots,), (boxes,) = released["roots_3d"][name], released["det_bboxes"][name]
+        assert roots.shape == (len(boxes), 3) == (len(anns), 3)
+        extrinsics = np.asarray(image["extrinsics"]).reshape(4, 4)
+        decoded = decode_released_roots(roots, extrinsics)
+        np.testing.assert_allclose(decoded[:, :2], (boxes[:, :2] + boxes[:, 2:4]) / 2, atol=1e-6)
+        np.testing.assert_allclose(linear_transform(decoded, extrinsics), roots, atol=1e-9)
+        take = "/".join(name.split("/")[:2])
+        for ann, depth, root in zip(anns, decoded[:, 2], roots, strict=True):
+            pelvis = truth.loc[(take, ann["time_stamp"], ann["instance_id"])].to_numpy()
+            camera_depth = (extrinsics[:3, :3] @ pelvis + extrinsics[:3, 3])[2]
+            products.append((image["id"], depth * camera_depth))
+            gaps.append(np.linalg.norm(root - pelvis))
+    assert np.median(gaps) > 10  # metres: roots_3d are no world points
+    per_frame = pd.DataFrame(products, columns=["image", "product"]).groupby("image")["product"]
+    spread = per_frame.std().dropna() / per_frame.mean()
+    scales = per_frame.median()
+    assert scales.max() > 2 * scales.min()  # an unknown scale per frame
+    assert spread.median() < 0.5  # within a frame, depth x released depth stays near that frame's scale
+
+
+@pytest.mark.slow
+def test_scrambled_ground_truth_changes_no_track(pipeline: Path, tmp_path: Path) -> None:
+    """Acceptance (issue 27): every tracker in every mode on the sample, then again with the 3D ground truth
+    (fit_poses3d, the released pickles' keypoints_3d) replaced by noise and the annotations' instance ids permuted
+    at random per video (and each image's boxes reversed), the manifest rewritten: the tracks are byte-identical."""
+    project = tmp_path / "project"
+    shutil.copytree(pipeline / "data/egohumans/sample", project / "data/egohumans/sample")
+    shutil.copy2(pipeline / "params.yaml", project / "params.yaml")
+    root = project / "data/egohumans/sample"
+    rng = np.random.default_rng(27)
+    for path in sorted(root.glob("synthetic/*/processed_data/fit_poses3d/*.npy")):
+        poses = read_pose_file(path)
+        noise = {name: np.column_stack([rng.normal(0, 5, (17, 3)), np.ones(17)]) for name in poses}
+        buffer = io.BytesIO()
+        np.save(buffer, np.array(noise, dtype=object), allow_pickle=True)
+        path.write_bytes(buffer.getvalue())
+    for name in (ANNOTATION, EXO_ANNOTATION):
+        doc = json.loads((root / name).read_text())
+        people = range(1, SMALL["people"] + 1)  # each video's own random ids: unlike across views too
+        ids = {
+            v["id"]: dict(zip(people, rng.choice(1000, len(people), replace=False).tolist(), strict=True))
+            for v in doc["videos"]
+        }
+        by_image: dict[int, list[dict[str, Any]]] = {}
+        for ann in doc["annotations"]:
+            ann["instance_id"] = ids[ann["video_id"]][ann["instance_id"]]
+            by_image.setdefault(ann["image_id"], []).append(ann)
+        doc["annotations"] = [ann for image in sorted(by_image) for ann in reversed(by_image[image])]
+        (root / name).write_text(json.dumps(doc))
+    for name in (OFFICIAL_PKL, EXO_PKL):
+        released = pickle.loads((root / name).read_bytes())
+        released["keypoints_3d"] = {k: [rng.normal(0, 5, v[0].shape)] for k, v in released["keypoints_3d"].items()}
+        (root / name).write_bytes(pickle.dumps(released))
+    write_manifest(root / "manifest.sha256", root, sorted(read_manifest(root / "manifest.sha256")))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(project)
+        assert fetch.main([]) == 0
+        for mode in MODES:
+            assert detect.main(["--mode", mode]) == 0
+            for tracker in TRACKERS:
+                assert track.main(["--tracker", tracker, "--mode", mode]) == 0
+    # the scrambling reached what the scorer reads
+    assert _tree(project / "data/egohumans/fetched/gt") != _tree(pipeline / "data/egohumans/fetched/gt")
+    before, after = (pd.read_parquet(p / "data/egohumans/fetched/world_roots.parquet") for p in (pipeline, project))
+    assert not np.allclose(before[ROOT_COLUMNS].to_numpy(), after[ROOT_COLUMNS].to_numpy())
+    for run in RUNS:
+        assert _tree(project / TRACKS / run) == _tree(pipeline / TRACKS / run), run
+
+
+def _official_conversion_root(pipeline: Path, dest: Path, annotation_boxes_in_pickle: bool) -> None:
+    """A data root whose ego annotation and released pickle are written by the official conversion's formulas
+    (egoeval.egohumans.official_conversion) from the sample's own files: each person's fit_poses3d keypoints projected
+    through the image's calibration, boxed by ``pose_to_bbox``; ``roots_3d`` from the box-centre pixel and the mean of
+    a relative inverse depth map through the extrinsics. ``annotation_boxes_in_pickle``: the pickle's boxes and roots
+    are made from the annotation's integer boxes (``x, y, x + w, y + h``), not from the float box whose official
+    ``int(bbx + bbw)`` ends may differ from the annotation's ``int(bbx) + int(bbw)`` by a pixel."""
+    source = pipeline / "data/egohumans/sample"
+    shutil.copytree(source, dest, ignore=shutil.ignore_patterns("benchmark", "detections", "manifest.sha256"))
+    original = json.loads((source / ANNOTATION).read_text())
+    images = pd.read_parquet(pipeline / "data/egohumans/fetched/images.parquet").set_index("path")
+    doc: dict[str, Any] = {**original, "images": [], "annotations": []}
+    released: dict[str, dict[str, Any]] = {"det_bboxes": {}, "keypoints_3d": {}, "roots_3d": {}}
+    rng = np.random.default_rng(5)
+    counts: dict[int, int] = {}
+    for image in original["images"]:
+        row = images.loc[(Path("data/egohumans/sample") / image["file_name"]).as_posix()]
+        pose = camera_pose(row["calib_intrinsics"], row["extrinsics"], row["camera_model"])
+        poses = read_pose_file(source / row["take"] / "processed_data/fit_poses3d" / f"{row['time_stamp']:05d}.npy")
+        people = []
+        for human, keypoints in sorted(poses.items()):
+            if human == row["camera"]:
+                continue
+            camera = pose.to_camera(keypoints[:, :3])
+            ahead = camera[:, 2] > 0.1
+            pixels = np.zeros((17, 3))
+            pixels[ahead, :2] = pose.camera.project(camera[ahead])
+            pixels[ahead, 2] = 1.0
+            box = pose_to_bbox(pixels, image["width"], image["height"])
+            if box is not None:
+                people.append((float(camera[11:13, 2].mean()), human, box, keypoints))
+        if not people:
+            continue  # as the official conversion: an image only where someone is in view
+        depth = np.full((image["height"], image["width"]), 2.0)
+        scale = rng.uniform(200, 800)
+        for distance, _, box, _ in sorted(people, reverse=True):  # far to near, the nearest painted last
+            x, y, w, h = (int(v) for v in box)
+            depth[y : y + h, x : x + w] = scale / max(distance, 0.1)
+        extrinsics = np.asarray(image["extrinsics"]).reshape(4, 4)
+        image_id = len(doc["images"])
+        frame_id = counts.get(image["video_id"], 0)
+        counts[image["video_id"]] = frame_id + 1
+        doc["images"].append({**image, "id": image_id, "frame_id": frame_id})
+        rows, roots = [], []
+        for _, human, box, _ in people:
+            x, y, w, h = annotation_bbox(box)
+            doc["annotations"].append(
+                {
+                    "id": len(doc["annotations"]),
+                    "image_id": image_id,
+                    "video_id": image["video_id"],
+                    "category_id": 0,
+                    "instance_id": int(human.replace("aria", "")),
+                    "bbox": [x, y, w, h],
+                    "area": int(box[2] * box[3]),
+                    "occluded": False,
+                    "truncated": False,
+                    "iscrowd": False,
+                    "ignore": False,
+                    "is_vid_train_frame": True,
+                    "visibility": 1.0,
+                    "human_name": human,
+                    "camera_name": row["camera"],
+                    "camera_mode": "rgb",
+                    "time_stamp": int(row["time_stamp"]),
+                }
+            )
+            if annotation_boxes_in_pickle:  # as if pose_to_bbox had given the annotation's integers
+                box = (x, y, w, h)
+            rows.append(released_bbox(box))
+            roots.append(released_root(depth, box, extrinsics))
+        released["det_bboxes"][image["file_name"]] = [np.array(rows)]
+        released["keypoints_3d"][image["file_name"]] = [np.stack([p[3] for p in people])]
+        released["roots_3d"][image["file_name"]] = [np.stack(roots)]
+    (dest / ANNOTATION).parent.mkdir(parents=True)
+    (dest / ANNOTATION).write_text(json.dumps(doc))
+    (dest / OFFICIAL_PKL).write_bytes(pickle.dumps(released))
+
+
+def _track_every_mode(project: Path, root: Path, modes: list[str]) -> None:
+    """Pin ``root``, then fetch (ego RGB), detect each of ``modes`` and run every tracker in ``project``."""
+    params = _params()
+    local = {"source": "local", "path": str(root), "manifest": str(root / "manifest.sha256")}
+    params["egohumans"]["fetch"] |= {**local, "modality": "ego_rgb", "detections": None}
+    params["egohumans"]["detect"]["modes"] = modes
+    project.mkdir()
+    (project / "params.yaml").write_text(yaml.safe_dump(params))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(project)
+        assert fetch.main(["--write-manifest", str(root)]) == 0
+        assert fetch.main([]) == 0
+        for mode in modes:
+            assert detect.main(["--mode", mode]) == 0
+            for tracker in TRACKERS:
+                assert track.main(["--tracker", tracker, "--mode", mode]) == 0
+
+
+@pytest.mark.slow
+def test_official_and_gt_modes_track_alike_on_an_official_conversion(pipeline: Path, tmp_path: Path) -> None:
+    """Acceptance (issue 27): on a data root written by the official conversion's formulas, where the released
+    pickle holds the annotation's boxes, modes official and gt feed every tracker the same inputs and give the same
+    tracks (the decoded roots_3d stay beside them as released_depth, which no tracker reads). With the official
+    int(bbx + bbw) box ends, the two modes' inputs differ only there, by at most a pixel."""
+    _official_conversion_root(pipeline, tmp_path / "same", annotation_boxes_in_pickle=True)
+    _track_every_mode(tmp_path / "project", tmp_path / "same", ["gt", "official"])
+    detections = tmp_path / "project/data/egohumans/detections"
+    gt, official = (read_detections_parquet(detections / f"{mode}.parquet") for mode in ("gt", "official"))
+    assert len(gt) > 1000 and official[RELEASED_DEPTH].notna().all() and gt[RELEASED_DEPTH].isna().all()
+    pd.testing.assert_frame_equal(official.drop(columns=RELEASED_DEPTH), gt.drop(columns=RELEASED_DEPTH))
+    tracks = tmp_path / "project" / TRACKS
+    for tracker in TRACKERS:
+        assert _tree(tracks / f"{tracker}-official") == _tree(tracks / f"{tracker}-gt"), tracker
+        assert sum(p.stat().st_size for p in (tracks / f"{tracker}-gt").glob("*.txt")) > 0, tracker
+    # the official box ends int(bbx + bbw): the same boxes but for x2 and y2, a pixel beyond the annotation's at most;
+    # their roots_3d decode (each pixel within a pixel of its box's centre)
+    ends_root = tmp_path / "ends"
+    _official_conversion_root(pipeline, ends_root, annotation_boxes_in_pickle=False)
+    annotation = read_annotations(ends_root, _fetch_params(ends_root, modality="ego_rgb"), data_roots(ends_root))
+    ends = read_detection_pickle(ends_root / OFFICIAL_PKL, annotation.images, released=True)
+    assert len(ends) == len(gt) and ends[RELEASED_DEPTH].notna().all() and ends[ROOT_COLUMNS].isna().all().all()
+    same, official_ends = (
+        pickle.loads((root / OFFICIAL_PKL).read_bytes())["det_bboxes"] for root in (tmp_path / "same", ends_root)
+    )
+    assert sorted(same) == sorted(official_ends)
+    off = np.concatenate([official_ends[name][0] - same[name][0] for name in same])
+    assert (off[:, [0, 1, 4]] == 0).all() and np.isin(off[:, 2:4], [0.0, 1.0]).all() and off[:, 2:4].any()

@@ -1,10 +1,12 @@
 """EgoHumans detections: the boxes the trackers start from, for each detection mode.
 
-``gt``: the ground-truth boxes (ignored ones left out) with score 1, which isolates association (with the 3D roots
-of the released pickle's same boxes, where it has ``roots_3d``). ``official``: the
-released ``detections_<modality>.pkl`` -- EgoHumans' "public detections", which are ground-truth boxes with score 1.0
-(the official script calls them "ground truth bbox and 3D using midas"; the published table used YOLOX-X boxes
-instead). ``file``: detections the user brings (``egohumans.fetch.detections``: a pickle in any layout mmtracking's
+``gt``: the ground-truth boxes (ignored ones left out) with score 1, nothing more (no ids, no 3D), which isolates
+association. ``official``: the released ``detections_<modality>.pkl`` -- EgoHumans' "public detections", which are
+ground-truth boxes with score 1.0 (the official script calls them "ground truth bbox and 3D using midas"; the
+published table used YOLOX-X boxes instead): their boxes and scores, and beside them ``released_depth`` (their
+``roots_3d`` decoded: a relative depth, not metres), which trackers ignore; where the pickle holds the annotation's
+boxes, ``gt`` and ``official`` feed a tracker the same inputs. Only ``file`` carries metric roots (the user's own
+detector's). ``file``: detections the user brings (``egohumans.fetch.detections``: a pickle in any layout mmtracking's
 MOTChallenge dataset accepts, det.txt files or a parquet table). ``yolo``: an ultralytics YOLO model over the frames,
 person class only, in batches, from a local weights file (never a download) or the untrained architecture
 (``arch-only``). Pickles are read with the restricted unpickler only. Used by the egohumans_detect stage and by its
@@ -25,7 +27,6 @@ from egoeval.egohumans.artifacts import DETECTIONS
 from egoeval.egohumans.formats import (
     DETECTION_COLUMNS,
     DETECTION_MODES,
-    ROOT_COLUMNS,
     empty_detections,
     read_detections_parquet,
     sort_detections,
@@ -52,8 +53,8 @@ def _sequences(fetched: Path) -> dict[str, Any]:
 
 
 def gt_detections(fetched: Path) -> pd.DataFrame:
-    """Ground-truth boxes as detections with score 1 (read_mot drops the boxes marked ignore, conf 0), with the 3D
-    roots of the released pickle where it has them (``with_official_roots``)."""
+    """Ground-truth boxes as detections with score 1 (read_mot drops the boxes marked ignore, conf 0), nothing more:
+    no ids, no 3D (NaN roots and released depth), in the canonical order (by box, never by id)."""
     parts = []
     for seq in _sequences(fetched)["sequences"]:
         gt = read_mot(fetched / "gt" / f"{seq['name']}.txt", kind="gt")
@@ -67,28 +68,7 @@ def gt_detections(fetched: Path) -> pd.DataFrame:
                 }
             )
         )
-    table = sort_detections(pd.concat([empty_detections(), *parts], ignore_index=True))
-    return with_official_roots(table, fetched)
-
-
-def with_official_roots(table: pd.DataFrame, fetched: Path) -> pd.DataFrame:
-    """``table`` with the roots of the released pickle (``roots_3d``), which holds the ground-truth boxes: a box takes
-    the root of the pickle's box in the same frame within half a pixel on every side (the nearest one)."""
-    path = fetched / "detections_official.parquet"
-    if not path.is_file():
-        return table
-    official = read_detections_parquet(path).dropna(subset=ROOT_COLUMNS)
-    if official.empty:
-        return table
-    box = ["x", "y", "w", "h"]
-    ours = table[["sequence", "frame", *box]].reset_index()
-    pairs = ours.merge(official, on=["sequence", "frame"], suffixes=("", "_o"))
-    gap = np.abs(pairs[box].to_numpy() - pairs[[f"{c}_o" for c in box]].to_numpy()).max(axis=1)
-    pairs = pairs.assign(gap=gap)[gap < 0.5].sort_values(["gap", "index"], kind="mergesort")
-    pairs = pairs.drop_duplicates("index")
-    table = table.copy()
-    table.loc[pairs["index"].to_numpy(), ROOT_COLUMNS] = pairs[ROOT_COLUMNS].to_numpy()
-    return table
+    return sort_detections(pd.concat([empty_detections(), *parts], ignore_index=True))
 
 
 def fetched_detections(fetched: Path, kind: str) -> pd.DataFrame:

@@ -4,20 +4,25 @@
 is replaced by ``modality``: ``ego_rgb``, ``ego_slam`` or ``exo``; default the official
 ``benchmark/<set>/all/coco_track/tracking_{modality}.json``); its ``file_name``s are relative to the root. The
 released detections ``detections_<modality>.pkl`` beside the annotation (ground-truth boxes with score 1.0, as the
-official conversion script writes them) are read when present, for detection mode ``official``. ``detections``
+official conversion script writes them) are read when present, for detection mode ``official``: their boxes and
+scores, and their ``roots_3d`` decoded for what they hold (``egoeval.egohumans.official_conversion``: each box's
+centre pixel, checked, and a relative depth, kept as ``released_depth``; never a metric root). ``detections``
 (relative to the root, or null) names detections the user brings, for mode ``file``: a pickle (any layout
 mmtracking's MOTChallenge dataset accepts), a parquet table, or a folder of MOTChallenge ``<seq>.txt`` files. Aria
 images' per-frame calibration (``<seq>/ego/ariaXX/calib/N.txt``) is read too. Every file read is checked against
 the sha256 manifest first (in parallel). Written to ``data/egohumans/fetched`` (replaced as a whole):
 
 - ``gt/<seq>.txt`` ground truth, MOTChallenge text (ignore/crowd boxes with conf 0),
-- ``detections_official.parquet``, ``detections_file.parquet`` (sequence, frame, x, y, w, h, score; empty when none),
+- ``detections_official.parquet``, ``detections_file.parquet`` (sequence, frame, x, y, w, h, score, the metric
+  roots root_x, root_y, root_z of the user's own detections, released_depth of the released pickle; NaN where none;
+  empty when none),
 - ``images.parquet`` sequence, frame, path (the frame at its source location; frames are not copied), sha256 (as
   the manifest pins it: the stages that read the frame later check its bytes against it), width,
   height, extrinsics (4 x 4 world-to-camera, row-major), time_stamp, calib_intrinsics (15), camera_model (params
   ``camera_model``: how those intrinsics map rays to pixels; an exo camera's COLMAP model), calib_extrinsics (12),
   take and camera (from the ``file_name``; ``modality`` may list several annotations, read as one),
 - ``world_roots.parquet`` the takes' 3D ground truth (take, time_stamp, person, root; ``egoeval.egohumans.views``),
+  read by the score stage only (as ``gt/``: no tracker input derives from ground truth but mode gt's boxes),
 - ``sequences.json`` names, lengths, fps, sizes, the modality, which detections were found, dropped duplicates,
   and ``limit`` in a smoke run (``egohumans.fetch.limit``: only the first N sequences by name are verified and kept).
 
@@ -201,7 +206,7 @@ def fetch(settings: FetchSettings, out_dir: str | Path, modes: Sequence[str]) ->
     found = [name for name in official_detections_names(settings) if (root / name).is_file()]
     official = None
     if found:
-        parts = [read_detection_pickle(root / name, annotation.images) for name in found]
+        parts = [read_detection_pickle(root / name, annotation.images, released=True) for name in found]
         official = sort_detections(pd.concat(parts, ignore_index=True))
     file_name = settings.detections if file_mode else None
     file = _file_detections(root, file_name, annotation) if file_name else None

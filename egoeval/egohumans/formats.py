@@ -35,15 +35,22 @@ from typing import Any, ClassVar, NoReturn
 import numpy as np
 import pandas as pd
 
+from egoeval.egohumans.official_conversion import decode_released_roots
 from egoeval.errors import InputError
 from egoeval.io import MAX_DEPTH, MAX_ELEMENTS, read_bounded, read_json, read_parquet, read_text, relative_path_problem
 from egoeval.tracking.mot import WORLD_COLUMNS
 
 GT_COLUMNS = ["frame", "id", "x", "y", "w", "h", "conf"]
-# a person's 3D root (pelvis) in world coordinates, metres, where the detections carry one (the official pickle's
-# roots_3d, det.txt's x, y, z); NaN where unknown
+# a person's metric 3D root (pelvis) in world coordinates, metres, ONLY where the user's own detections carry one
+# (mode file: det.txt's x, y, z, the roots of the user's pickle or parquet); NaN elsewhere (modes gt, official, yolo)
 ROOT_COLUMNS = WORLD_COLUMNS
-DETECTION_COLUMNS = ["sequence", "frame", "x", "y", "w", "h", "score", *ROOT_COLUMNS]
+# the released pickle's roots_3d decoded for what they hold (decode_released_roots): the relative MiDaS depth value
+# of the box, NOT metres and not comparable between frames (an unknown scale and shift each); NaN elsewhere
+RELEASED_DEPTH = "released_depth"
+DETECTION_COLUMNS = ["sequence", "frame", "x", "y", "w", "h", "score", *ROOT_COLUMNS, RELEASED_DEPTH]
+# the released roots_3d's centre pixel may lie up to a pixel right of / below the released box's centre (the official
+# box ends are int(bbx + bbw), the pixel bbx + bbw / 2), plus rounding
+RELEASED_CENTRE_TOLERANCE_PX = 1.05
 # ground-truth boxes, the released pickle (ground-truth boxes, score 1.0), detections the user brings, a YOLO model
 DETECTION_MODES = ("gt", "official", "file", "yolo")
 MODALITIES = ("ego_rgb", "ego_slam", "exo")
@@ -703,16 +710,18 @@ def read_aria_calibration(path: str | os.PathLike[str], camera: str) -> tuple[li
 
 
 def _validated_detections(df: pd.DataFrame, path: Path, row_of: Callable[[int], Any] | None = None) -> pd.DataFrame:
-    """Check NaN, negative sizes, frames < 1 and half-given roots; name the offending row (``row_of(i)`` or the
-    0-based index). Root columns absent from ``df`` are NaN."""
+    """Check NaN, negative sizes, frames < 1, half-given roots and infinite released depths; name the offending row
+    (``row_of(i)`` or the 0-based index). Root columns or ``released_depth`` absent from ``df`` are NaN."""
     try:
         values = df[["frame", "x", "y", "w", "h", "score"]].to_numpy(dtype=np.float64)
         if all(c in df.columns for c in ROOT_COLUMNS):
             roots = df[ROOT_COLUMNS].to_numpy(dtype=np.float64)
         else:
             roots = np.full((len(df), 3), np.nan)
+        depth = df[RELEASED_DEPTH].to_numpy(np.float64) if RELEASED_DEPTH in df.columns else np.full(len(df), np.nan)
     except (TypeError, ValueError) as error:
-        raise InputError(path, f"frame, x, y, w, h, score and the roots must be numbers: {error}") from None
+        message = f"frame, x, y, w, h, score, the roots and {RELEASED_DEPTH} must be numbers: {error}"
+        raise InputError(path, message) from None
     known = np.isfinite(roots)
     for check, message in (
         (~np.isfinite(values).all(axis=1), "NaN or infinity in a detection"),
@@ -720,6 +729,7 @@ def _validated_detections(df: pd.DataFrame, path: Path, row_of: Callable[[int], 
         ((values[:, 0] < 1) | (values[:, 0] != np.round(values[:, 0])), "frame must be an integer >= 1"),
         (known.any(axis=1) & ~known.all(axis=1), "a 3D root must be three finite numbers, or none"),
         (np.isinf(roots).any(axis=1), "infinity in a 3D root"),
+        (np.isinf(depth), f"infinity in {RELEASED_DEPTH}"),
     ):
         bad = np.flatnonzero(check)
         if bad.size:
@@ -735,6 +745,7 @@ def _validated_detections(df: pd.DataFrame, path: Path, row_of: Callable[[int], 
             "h": values[:, 4],
             "score": values[:, 5],
             **{c: roots[:, k] for k, c in enumerate(ROOT_COLUMNS)},
+            RELEASED_DEPTH: depth,
         }
     )
     return sort_detections(out)
@@ -746,7 +757,7 @@ def empty_detections() -> pd.DataFrame:
         {
             "sequence": pd.array([], dtype="str"),
             "frame": np.zeros(0, dtype=np.int64),
-            **{c: np.zeros(0, dtype=np.float64) for c in ("x", "y", "w", "h", "score", *ROOT_COLUMNS)},
+            **{c: np.zeros(0, dtype=np.float64) for c in ("x", "y", "w", "h", "score", *ROOT_COLUMNS, RELEASED_DEPTH)},
         }
     )
 
@@ -775,7 +786,7 @@ def _box_array(value: Any) -> np.ndarray | None:
     return arr if arr.ndim == 2 and arr.shape[1] == 5 else None
 
 
-def read_detection_pickle(path: str | os.PathLike[str], images: pd.DataFrame) -> pd.DataFrame:
+def read_detection_pickle(path: str | os.PathLike[str], images: pd.DataFrame, released: bool = False) -> pd.DataFrame:
     """A detections pickle in any of the four layouts mmtracking's MOTChallenge dataset accepts.
 
     ``{"det_bboxes": {file_name: boxes}}`` (EgoHumans' ``detections_<modality>.pkl``; other keys such as
@@ -784,6 +795,12 @@ def read_detection_pickle(path: str | os.PathLike[str], images: pd.DataFrame) ->
     order, then frame_id). ``boxes``: the per-class list of N x 5 arrays ``x1, y1, x2, y2, score`` (pedestrian is
     element 0) or one array. ``images`` is :attr:`TrackingAnnotation.images`. Errors name the image path (or list
     index) and the box's position in its array.
+
+    ``roots_3d`` beside ``det_bboxes`` (one x, y, z per box, laid out as the boxes): in the user's own detections
+    (``released`` False) each box's metric world root (the root columns); in EgoHumans' released pickle
+    (``released`` True) what the official conversion wrote, decoded with the image's extrinsics
+    (:func:`~egoeval.egohumans.official_conversion.decode_released_roots`) into ``released_depth`` (relative, not
+    metres), the root columns left NaN; a decoded pixel away from its box's centre is an error naming the image.
     """
     path = Path(path)
     doc = load_pickle(path)
@@ -815,6 +832,10 @@ def read_detection_pickle(path: str | os.PathLike[str], images: pd.DataFrame) ->
     counts = np.array([len(a) for a in arrays], dtype=np.int64)
     boxes = np.concatenate([np.zeros((0, 5)), *arrays])
     roots = _pickle_roots(path, roots_doc, keys, arrays, isinstance(doc, dict))
+    depth = np.full(len(boxes), np.nan)
+    if released:
+        depth = _released_depths(path, roots, boxes, keys, counts, images["extrinsics"].to_numpy()[positions])
+        roots = np.full_like(roots, np.nan)
     rows = np.repeat(positions, counts)
     df = pd.DataFrame(
         {
@@ -826,6 +847,7 @@ def read_detection_pickle(path: str | os.PathLike[str], images: pd.DataFrame) ->
             "h": boxes[:, 3] - boxes[:, 1],
             "score": boxes[:, 4],
             **{c: roots[:, k] for k, c in enumerate(ROOT_COLUMNS)},
+            RELEASED_DEPTH: depth,
         }
     )
     starts = np.cumsum(counts) - counts
@@ -838,8 +860,8 @@ def read_detection_pickle(path: str | os.PathLike[str], images: pd.DataFrame) ->
 
 
 def _pickle_roots(path: Path, roots_doc: Any, keys: list[str], arrays: list[np.ndarray], keyed: bool) -> np.ndarray:
-    """The ``roots_3d`` beside ``det_bboxes``, one world point per box in the boxes' order (the same keys, or the
-    same list positions); NaN where the pickle gives none."""
+    """The ``roots_3d`` beside ``det_bboxes``, one x, y, z per box in the boxes' order (the same keys, or the same
+    list positions); NaN where the pickle gives none."""
     total = sum(len(a) for a in arrays)
     if roots_doc is None:
         return np.full((total, 3), np.nan)
@@ -861,6 +883,45 @@ def _pickle_roots(path: Path, roots_doc: Any, keys: list[str], arrays: list[np.n
             raise InputError(path, f"roots_3d must hold one x, y, z per box ({len(boxes)} boxes)", row=key)
         parts.append(arr.reshape(-1, 3))
     return np.concatenate([np.zeros((0, 3)), *parts])
+
+
+def _released_depths(
+    path: Path, roots: np.ndarray, boxes: np.ndarray, keys: list[str], counts: np.ndarray, extrinsics: np.ndarray
+) -> np.ndarray:
+    """The released ``roots_3d`` (one row per box, NaN where the pickle has none) decoded per image with its
+    ``extrinsics`` (the annotation's, ``[]`` when it has none): each box's relative depth. A decoded pixel more than
+    RELEASED_CENTRE_TOLERANCE_PX from its box's centre, or roots for an image without extrinsics, raise InputError
+    naming the image (and the box)."""
+    depth = np.full(len(boxes), np.nan)
+    start = 0
+    for key, count, matrix in zip(keys, counts.tolist(), extrinsics, strict=True):
+        rows = slice(start, start + count)
+        start += count
+        given = np.isfinite(roots[rows]).all(axis=1)
+        if not given.any():
+            continue
+        if len(matrix) != 16:
+            message = "roots_3d for an image without extrinsics in the annotation (nothing to decode)"
+            raise InputError(path, message, row=key)
+        if not given.all():
+            raise InputError(path, f"roots_3d box {int(np.argmin(given))} is not three finite numbers", row=key)
+        try:
+            decoded = decode_released_roots(roots[rows], np.asarray(matrix, np.float64))
+        except ValueError as error:
+            raise InputError(path, f"cannot decode roots_3d: {error}", row=key) from None
+        centre = np.stack([(boxes[rows, 0] + boxes[rows, 2]) / 2, (boxes[rows, 1] + boxes[rows, 3]) / 2], axis=1)
+        off = np.abs(decoded[:, :2] - centre).max(axis=1)
+        if (bad := np.flatnonzero(~(off <= RELEASED_CENTRE_TOLERANCE_PX))).size:
+            box = int(bad[0])
+            raise InputError(
+                path,
+                f"roots_3d box {box} decodes to pixel ({decoded[box, 0]:.2f}, {decoded[box, 1]:.2f}) through the "
+                f"image's extrinsics, not its box's centre ({centre[box, 0]:.2f}, {centre[box, 1]:.2f}): not the "
+                "official conversion's roots_3d (box centre pixel and depth through the extrinsics)",
+                row=key,
+            )
+        depth[rows] = decoded[:, 2]
+    return depth
 
 
 def read_det_txt(path: str | os.PathLike[str], sequence: str) -> pd.DataFrame:
@@ -899,11 +960,11 @@ def read_det_txt(path: str | os.PathLike[str], sequence: str) -> pd.DataFrame:
 
 
 def read_detections_parquet(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """The project's own detections table (``DETECTION_COLUMNS``; the root columns may be left out), validated and in
-    canonical order."""
+    """The project's own detections table (``DETECTION_COLUMNS``; the root columns and ``released_depth`` may be left
+    out), validated and in canonical order."""
     path = Path(path)
     df = read_parquet(path)
-    missing = [c for c in DETECTION_COLUMNS if c not in df.columns and c not in ROOT_COLUMNS]
+    missing = [c for c in DETECTION_COLUMNS if c not in df.columns and c not in [*ROOT_COLUMNS, RELEASED_DEPTH]]
     if missing:
         raise InputError(path, f"missing columns {missing}")
     return _validated_detections(df, path)

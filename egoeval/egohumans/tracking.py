@@ -4,11 +4,14 @@ table, one MOTChallenge file per sequence.
 The tracker gets the boxes frame by frame (every frame of the sequence, empty ones too). Camera motion compensation
 (``gmc_method`` other than ``none``, BoT-SORT and the others that have it) gets each frame's image, read from the
 fetched frames; appearance ReID (``with_reid``) is refused by the settings: it would need a model download.
-egoeval's own trackers (``egomotion``: the head rotation; ``world``: a Kalman filter on 3D roots in the world frame)
-read each frame's camera pose from fetch's images table. A fresh tracker per sequence; track ids start at 1;
-``multiview`` tracks each take's sequences at once (egoeval.egohumans.trackers.multiview). Each run folder also holds
-``world.parquet``: the world point of every box that has one (its detection's root; the multi-view tracker's fused
-root), which the MOTChallenge files leave at ``-1, -1, -1`` (TrackEval reads that column as the class).
+egoeval's own trackers (``egomotion``: the head rotation; ``world``: a Kalman filter on each person's place in the
+world frame) read each frame's camera pose from fetch's images table; the world tracker places each box's person
+from the download's own inputs (``egoeval.egohumans.trackers.placement``: the foot on its take's floor, the height
+prior, metric roots only where the user's own ``file`` detections carry them). A fresh tracker per sequence; track
+ids start at 1; ``multiview`` and ``linked`` track each take's sequences at once
+(egoeval.egohumans.trackers.multiview). Each run folder also holds ``world.parquet``: the world point of every box
+that has one (the world tracker's placed point, the multi-view and linked trackers' fused one, else its detection's
+metric root), which the MOTChallenge files leave at ``-1, -1, -1`` (TrackEval reads that column as the class).
 """
 
 from __future__ import annotations

@@ -22,12 +22,17 @@ data root laid out as the official download (rawalkhirodkar/egohumans, assets/DO
   layout (videos ``synthetic_<seq>_<camera>_rgb``; images only where someone is visible, in time-stamp order,
   ``frame_id`` counting a video's images; ego images with 16-number world-to-camera ``extrinsics``, exo images
   without, as the conversion script writes them; ``instance_id`` the wearer's number in every view; amodal boxes
-  clipped to the image, visibility = the fraction of the figure's pixels seen);
+  clipped to the image);
 - ``benchmark/sample/all/coco_track/detections_ego_rgb.pkl`` and ``detections_exo.pkl`` as the conversion script
-  writes them: the ground-truth boxes with score 1.0 under ``det_bboxes``; for ego images each box's pelvis in world
-  coordinates under ``roots_3d`` (exo: none, as the script has no depth for them); ``keypoints_3d`` empty;
-- ``detections/simulated.pkl`` a simulated detector over every view (misses under occlusion, jitter, duplicates,
-  false positives, scores; roots as monocular depth gives them, about 10% depth error) in the same pickle layout, and
+  writes them (``egoeval.egohumans.official_conversion``): the ground-truth boxes with score 1.0 under
+  ``det_bboxes``, the 3D poses under ``keypoints_3d``, and for ego images ``roots_3d``: each box's centre pixel and
+  the mean over the box of a MiDaS-like depth map (relative inverse depth with its own error and an unknown scale
+  and shift per frame; the map itself is not written, as the download lacks it) through the image's extrinsics --
+  no metric point (exo: none, as the script has no depth for them); each wrapped ``[array]`` as ``det_bboxes``;
+  annotation boxes carry ``visibility`` 1.0 and no occlusion or truncation flags, as the script writes them;
+- ``detections/simulated.pkl`` the user's own detector, simulated over every view (misses under occlusion, jitter,
+  duplicates, false positives, scores; metric world roots as monocular metric depth gives them, about 10% depth
+  error: mode ``file``, the only one with metric roots) in the same pickle layout, and
   the same boxes and roots as MOTChallenge ``detections/det/<video>.txt`` (world x, y, z in columns 8-10);
 - ``manifest.sha256`` pinning every other file.
 
@@ -52,6 +57,7 @@ import numpy as np
 from tqdm import tqdm
 
 from egoeval.egohumans.artifacts import SAMPLE
+from egoeval.egohumans.official_conversion import released_root
 from egoeval.egohumans.settings import SampleSettings
 from egoeval.io import replaced_dir, write_json, write_manifest
 from egoeval.settings import benchmark_settings
@@ -70,7 +76,10 @@ PELVIS = 0.52  # the hip joint's height, as a fraction of the person's: the figu
 EYE = 0.93  # the Aria glasses' height, as a fraction of the person's
 TURN_RATE = math.radians(240)  # a walker turns toward the next waypoint at up to this (radians per second)
 ACCELERATION = 2.0  # and changes speed by up to this (metres per second squared)
-DEPTH_ERROR = 0.1  # the simulated detector's roots: log-normal depth error (about 10%, as monocular depth)
+DEPTH_ERROR = 0.1  # monocular depth's log-normal error (about 10%): the detector's roots, the released depth maps
+RELATIVE_SCALE = (200.0, 800.0)  # the released depth maps' unknown scale per frame (MiDaS: relative inverse depth)
+RELATIVE_SHIFT = (0.0, 40.0)  # and shift
+SKY_DEPTH = 30.0  # metres: where the depth maps put the sky (and the floor beyond it)
 NEWTON_STEPS = 12
 BACKGROUND_STEP = 4  # the background is ray-cast every this many pixels and scaled up
 
@@ -548,16 +557,15 @@ def _background(rot: np.ndarray, centre: np.ndarray, rays: np.ndarray, shape: tu
 class FrameTruth:
     instance: int
     box: tuple[float, float, float, float]  # x, y, w, h clipped to the image
-    visibility: float
-    occluded: int
-    truncated: int
+    visibility: float  # the fraction of the figure's pixels seen (the simulated detector's; not in the annotation)
     root: tuple[float, float, float]  # the pelvis in world coordinates, metres
 
 
 def _render_frame(
     people: list[Person], i: int, view: View, params: SampleSettings
-) -> tuple[np.ndarray, list[FrameTruth]]:
-    """The frame image of ``view`` and the ground truth of every person (but its wearer) whose box overlaps it."""
+) -> tuple[np.ndarray, list[FrameTruth], np.ndarray]:
+    """The frame image of ``view``, the ground truth of every person (but its wearer) whose box overlaps it, and the
+    image's labels (``k + 1`` where person ``k`` is the nearest thing seen, 0 where the background is)."""
     w, h = params.width, params.height
     pad = (w // 2, h // 2)
     canvas = (w + 2 * pad[0], h + 2 * pad[1])
@@ -565,7 +573,7 @@ def _render_frame(
     placed = sorted(((f.depth, k, f) for k, f in figures if f is not None), key=lambda e: (-e[0], e[1]))
     image = _background(view.rotations[i], view.centres[i], view.rays, (w, h))
     labels = np.zeros((h, w), dtype=np.uint8)
-    info: dict[int, tuple[tuple[int, int, int, int], int, int]] = {}  # k -> (canvas box, area, area in image)
+    info: dict[int, tuple[tuple[int, int, int, int], int]] = {}  # k -> (canvas box, area)
     for _, k, figure in placed:
         x0, y0, x1, y1 = figure.roi
         mask = np.zeros((y1 - y0, x1 - x0), dtype=np.uint8)
@@ -575,17 +583,15 @@ def _render_frame(
             continue
         bx, by, bw, bh = cv2.boundingRect(mask)
         ix0, iy0, ix1, iy1 = max(x0, pad[0]), max(y0, pad[1]), min(x1, pad[0] + w), min(y1, pad[1] + h)
-        inside = 0
         if ix0 < ix1 and iy0 < iy1:
             part = mask[iy0 - y0 : iy1 - y0, ix0 - x0 : ix1 - x0]
-            inside = cv2.countNonZero(part)
             labels[iy0 - pad[1] : iy1 - pad[1], ix0 - pad[0] : ix1 - pad[0]][part > 0] = k + 1
-        info[k] = ((x0 + bx, y0 + by, x0 + bx + bw, y0 + by + bh), area, inside)
+        info[k] = ((x0 + bx, y0 + by, x0 + bx + bw, y0 + by + bh), area)
         _draw(figure, image, pad, None, cv2.LINE_AA)
     seen = np.bincount(labels.ravel(), minlength=len(people) + 1)
     truths = []
     for k in sorted(info):
-        (x0, y0, x1, y1), area, inside = info[k]
+        (x0, y0, x1, y1), area = info[k]
         cx0, cy0 = max(x0 - pad[0], 0), max(y0 - pad[1], 0)
         cx1, cy1 = min(x1 - pad[0], w), min(y1 - pad[1], h)
         if cx1 - cx0 < 1 or cy1 - cy0 < 1:
@@ -596,12 +602,35 @@ def _render_frame(
                 instance=k + 1,  # person k wears aria0{k + 1}: the official instance_id in every view
                 box=(float(cx0), float(cy0), float(cx1 - cx0), float(cy1 - cy0)),
                 visibility=round(visible / area, 3),
-                occluded=int(inside > 0 and visible < 0.75 * inside),
-                truncated=int((cx0, cy0, cx1, cy1) != (x0 - pad[0], y0 - pad[1], x1 - pad[0], y1 - pad[1])),
                 root=_root(people[k], i),
             )
         )
-    return image, truths
+    return image, truths, labels
+
+
+def _relative_depth(
+    rng: np.random.Generator, people: list[Person], i: int, view: View, labels: np.ndarray
+) -> np.ndarray:
+    """The depth map the official conversion read for an ego image (``processed_data/depth``, not in the download),
+    as MiDaS gives it: a relative inverse depth, ``scale / depth + shift`` with an unknown scale and shift per frame
+    (RELATIVE_SCALE, RELATIVE_SHIFT), each person's inverse depth off by a log-normal error of DEPTH_ERROR; never
+    metres. The background is the floor (its distance on the coarse ray grid, scaled up), the sky SKY_DEPTH; each
+    person's pixels are at their pelvis's depth. Arithmetic only (see the module docstring), float64."""
+    h, w = labels.shape
+    rays, rotation = view.rays.astype(np.float64), view.rotations[i]
+    sine = rays[:, 0] * rotation[0, 1] + rays[:, 1] * rotation[1, 1] + rays[:, 2] * rotation[2, 1]  # elevation
+    floor = -view.centres[i][1] / np.minimum(sine, -1e-6) * rays[:, 2]
+    coarse = np.where(sine < 0, np.minimum(floor, SKY_DEPTH), SKY_DEPTH).reshape(
+        -(-h // BACKGROUND_STEP), -(-w // BACKGROUND_STEP)
+    )
+    inverse = 1.0 / np.repeat(np.repeat(coarse, BACKGROUND_STEP, axis=0), BACKGROUND_STEP, axis=1)[:h, :w]
+    for k, person in enumerate(people):
+        error = math.exp(float(rng.normal(0, DEPTH_ERROR)))
+        if k == view.wearer:
+            continue
+        depth = float(_apply(rotation, np.array(_root(person, i)) - view.centres[i])[2])
+        inverse[labels == k + 1] = error / max(depth, NEAR)
+    return float(rng.uniform(*RELATIVE_SCALE)) * inverse + float(rng.uniform(*RELATIVE_SHIFT))
 
 
 # ----------------------------------------------------------------------------------------- simulated detector
@@ -795,6 +824,7 @@ def _generate_into(root: Path, params: SampleSettings) -> None:
         for name, data in _colmap_files(np.random.default_rng([params.seed, s, 4]), views, frames, params).items():
             _write(root / take / COLMAP_DIR / name, data)
         det_rngs = [np.random.default_rng([params.seed, s, 1, v]) for v in range(len(views))]
+        relative_rngs = [np.random.default_rng([params.seed, s, 5, v]) for v in range(len(views))]
         depth_rngs = [np.random.default_rng([params.seed, s, 2, v]) for v in range(len(views))]
         video_ids, per_frame = {}, {v.name: [] for v in views}
         for view in views:
@@ -805,7 +835,7 @@ def _generate_into(root: Path, params: SampleSettings) -> None:
             time_stamp = i + 1
             _write(root / take / POSES_DIR / f"{time_stamp:05d}.npy", _pose_file(people, i))
             for v, view in enumerate(views):
-                image, truths = _render_frame(people, i, view, params)
+                image, truths, labels = _render_frame(people, i, view, params)
                 file_name = f"{take}/{view.image(time_stamp)}"
                 ok, jpeg = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY])
                 if not ok:
@@ -846,11 +876,12 @@ def _generate_into(root: Path, params: SampleSettings) -> None:
                             "instance_id": t.instance,
                             "bbox": list(t.box),
                             "area": t.box[2] * t.box[3],
-                            "occluded": t.occluded,
-                            "truncated": t.truncated,
+                            "occluded": False,  # as the official conversion writes every box: nothing
+                            "truncated": False,  # about occlusion or truncation (trackers never see them)
                             "iscrowd": False,
                             "ignore": False,
-                            "visibility": t.visibility,
+                            "is_vid_train_frame": True,
+                            "visibility": 1.0,
                             "human_name": f"aria{t.instance:02d}",
                             "camera_name": view.name,
                             "camera_mode": "rgb",
@@ -862,8 +893,13 @@ def _generate_into(root: Path, params: SampleSettings) -> None:
                 det_roots[file_name] = roots.astype(np.float32)
                 gt = np.array([[x, y, x + bw, y + bh, 1.0] for x, y, bw, bh in (t.box for t in truths)])
                 official[modality]["det_bboxes"][file_name] = [gt]
-                if view.ego:
-                    official[modality]["roots_3d"][file_name] = np.array([t.root for t in truths])
+                keypoints = [_keypoints(people[t.instance - 1], i) for t in truths]
+                official[modality]["keypoints_3d"][file_name] = [np.stack(keypoints)]
+                if view.ego:  # the official formula on a MiDaS-like map: box-centre pixel and mean depth -> extrinsics
+                    depth = _relative_depth(relative_rngs[v], people, i, view, labels)
+                    written = np.array(record["extrinsics"]).reshape(4, 4)
+                    roots = [released_root(depth, t.box, written) for t in truths]
+                    official[modality]["roots_3d"][file_name] = [np.stack(roots)]
         for view in views:
             text = _det_txt(per_frame[view.name])
             _write(root / "detections" / "det" / f"{video_name(s, view.name)}.txt", text)

@@ -34,7 +34,7 @@ import yaml
 
 from bench import save
 from egoeval.egohumans.crossview import cross_view_runs
-from egoeval.egohumans.formats import ROOT_COLUMNS, WORLD_COLUMNS, read_detections_parquet
+from egoeval.egohumans.formats import RELEASED_DEPTH, ROOT_COLUMNS, WORLD_COLUMNS
 from egoeval.egohumans.scoring import read_runs, run_names, score_runs
 from egoeval.egohumans.trackers.placement import (
     Priors,
@@ -46,7 +46,6 @@ from egoeval.egohumans.trackers.placement import (
     take_planes,
 )
 from egoeval.egohumans.tracking import camera_poses, track
-from egoeval.io import write_parquet
 from egoeval.settings import load_settings
 from egoeval.stage import command_env
 from egoeval.tracking.mot import read_mot
@@ -61,8 +60,7 @@ SAMPLE = "sample"
 MATCH_IOU = 0.5
 GOAL_POINTS = 5.0
 SOURCES = ("foot on ground", "height prior", "fused (boxes only)", "file-mode metric roots", "file roots fused")
-RELEASED = "released roots, best scale per frame"  # where the released pickle's relative depth is decoded
-RELEASED_DEPTH = "released_depth"  # the official detections' column: the depth the released roots_3d were made from
+RELEASED = "released roots, best scale per frame"  # the released pickle's relative depth decoded
 
 
 def prepare(work: Path, sample: dict[str, Any] | None = None) -> Path:
@@ -76,10 +74,6 @@ def prepare(work: Path, sample: dict[str, Any] | None = None) -> Path:
     commands += [["stages.egohumans.detect", "--mode", mode] for mode in MODES]
     for command in commands:
         subprocess.run([sys.executable, "-m", *command], cwd=work, env=command_env(), check=True, capture_output=True)
-    gt = work / "data/egohumans/detections/gt.parquet"
-    boxes = read_detections_parquet(gt)
-    if boxes[ROOT_COLUMNS].notna().any().any():  # gt mode is the ground-truth boxes with score 1, nothing more
-        write_parquet(gt, boxes.assign(**dict.fromkeys(ROOT_COLUMNS, np.nan)))
     return work
 
 
@@ -154,20 +148,21 @@ def placement_errors(work: Path) -> dict[str, dict[str, Any]]:
 def _released_errors(
     pose: Any, official: pd.DataFrame | None, frame: int, corners: np.ndarray, where: np.ndarray
 ) -> list[float]:
-    """The errors of one frame's released roots decoded (its box centre's ray at the relative depth they were made
-    from), scaled by the one factor per frame that fits the ground truth best (least squares: an oracle's scale, the
-    best those depths can do). The released boxes are the ground-truth boxes: matched by IoU."""
+    """The errors of one frame's released roots decoded (``released_depth``: the mean over the box of a relative
+    inverse depth, MiDaS's kind), placed on the box centre's ray at the depth ``scale / released_depth``, with the one
+    scale per frame that fits the ground truth best (least squares: an oracle's scale, more than a user has). The
+    released boxes are the ground-truth boxes: matched by IoU."""
     rows = None if official is None else official[official["frame"] == frame].dropna(subset=[RELEASED_DEPTH])
     if rows is None or rows.empty:
         return []
     boxes = rows[["x", "y", "w", "h"]].to_numpy(np.float64)
     overlap = _iou(boxes, corners)
-    keep = overlap.max(axis=1) >= MATCH_IOU
+    keep = (overlap.max(axis=1) >= MATCH_IOU) & (rows[RELEASED_DEPTH].to_numpy(np.float64) > 0)
     if not keep.any():
         return []
     boxes, truth = boxes[keep], where[overlap.argmax(axis=1)[keep]]
-    rays = pose.camera.unproject(boxes[:, :2] + boxes[:, 2:] / 2) @ pose.rotation  # z = 1: depth is along the axis
-    steps = rays * rows[RELEASED_DEPTH].to_numpy(np.float64)[keep][:, None]
+    rays = pose.camera.unproject(boxes[:, :2] + boxes[:, 2:] / 2) @ pose.rotation  # z = 1: depth along the axis
+    steps = rays / rows[RELEASED_DEPTH].to_numpy(np.float64)[keep][:, None]
     centre = camera_centre(pose)
     scale = float(np.sum(steps * (truth - centre)) / max(float(np.sum(steps * steps)), 1e-12))
     return np.linalg.norm(centre + scale * steps - truth, axis=1).tolist()

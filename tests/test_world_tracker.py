@@ -21,9 +21,11 @@ from egoeval.egohumans.settings import TrackerConfig, packaged_trackers
 from egoeval.egohumans.trackers.egomotion import CameraPose
 from egoeval.egohumans.trackers.placement import GroundPlane
 from egoeval.egohumans.trackers.world import RootFilter
-from egoeval.egohumans.tracking import track_sequence
+from egoeval.egohumans.tracking import track, track_sequence
 from egoeval.errors import InputError, ParamsError
+from egoeval.io import write_parquet
 from egoeval.settings import validate_params
+from egoeval.tracking.mot import read_mot
 
 REPO = Path(__file__).resolve().parents[1]
 FOCAL, WIDTH, HEIGHT = 400.0, 640, 360
@@ -113,6 +115,42 @@ def test_without_roots_it_places_people_from_the_boxes_and_the_ground() -> None:
         np.testing.assert_allclose(world[ROOT_COLUMNS].median(), [0.4, 0.9, -3.0], atol=0.3)
     ego = track_sequence(trackers["egomotion"], rootless, 60, cameras=cameras)
     assert ego["id"].nunique() == 2
+
+
+@pytest.mark.parametrize("layout", ["official", "other"])
+def test_the_track_stage_gives_it_the_take_floor_from_the_wearer(tmp_path: Path, layout: str) -> None:
+    """Through the stage's work (``track``): in the official layout the wearer's own trajectory gives the floor (a
+    take's ``ariaXX``); outside it (no take) the height alone places the person; either way one identity."""
+    detections, cameras = _walked_past(60, range(20, 40), 0.05)
+    fetched = tmp_path / "fetched"
+    fetched.mkdir()
+    (fetched / "sequences.json").write_text(json.dumps({"sequences": [{"name": "s", "length": 60}]}))
+    take, camera = ("t/001_t", "aria01") if layout == "official" else ("", "")
+    images = pd.DataFrame(
+        {
+            "sequence": "s",
+            "frame": list(cameras),
+            "extrinsics": [
+                np.r_[np.c_[c.rotation, c.translation].ravel(), 0, 0, 0, 1].tolist() for c in cameras.values()
+            ],
+            "calib_intrinsics": [[FOCAL, WIDTH / 2, HEIGHT / 2, *[0.0] * 12]] * len(cameras),
+            "camera_model": "pinhole",
+            "take": take,
+            "camera": camera,
+            "time_stamp": list(cameras),
+            "width": WIDTH,
+            "height": HEIGHT,
+        }
+    )
+    write_parquet(fetched / "images.parquet", images)
+    rootless = detections.assign(sequence="s", **{c: np.nan for c in ROOT_COLUMNS})
+    write_parquet(tmp_path / "gt.parquet", rootless)
+    config = TrackerConfig(**packaged_trackers()["world"])
+    assert track("w", config, tmp_path / "gt.parquet", fetched, tmp_path / "tracks") > 0
+    tracks = read_mot(tmp_path / "tracks" / "s.txt", kind="pred")
+    assert tracks["id"].nunique() == 1
+    points = pd.read_parquet(tmp_path / "tracks" / "world.parquet")
+    np.testing.assert_allclose(points[ROOT_COLUMNS].median(), [0.4, 0.9, -3.0], atol=0.3)
 
 
 @pytest.mark.bad_input

@@ -227,11 +227,10 @@ def track(name: str, config: TrackerConfig, detections_path: Path, fetched: Path
     if tracks_takes(config) or places_people(config):
         columns = ["sequence", "frame", "take", "camera", "time_stamp", "width", "height"]
         images = read_parquet(fetched / "images.parquet", columns)
-        check_views(name, images)
     if tracks_takes(config):
         lengths = {s["name"]: int(s["length"]) for s in sequences}
         tables = track_views(name, config, detections, images, cameras, lengths)
-    elif places_people(config):
+    elif places_people(config):  # a take's floor from its wearers (none outside the official layout: no take)
         planes = take_planes(images, cameras, float(config.eye_height_m))
         for sequence, rows in images.groupby("sequence", sort=True):
             grounds[str(sequence)] = (planes[str(rows["take"].iloc[0])], image_size(rows))

@@ -231,10 +231,11 @@ def place(
 
 def take_planes(images: Any, cameras: dict[str, dict[int, CameraPose]], eye_height_m: float) -> dict[str, Any]:
     """Each take's ground plane from its wearers' poses (fetch's images table: sequence, frame, take, camera; the
-    wearers' cameras are ``ariaXX``). A take without a wearer's pose has none (None)."""
+    wearers' cameras are ``ariaXX``). A take without a wearer's pose has none (None), nor do images outside the
+    official layout (take ``""``: which wearers share a floor is unknown)."""
     planes = {}
     for take, rows in images.groupby("take", sort=True):
-        worn = rows[rows["camera"].astype(str).str.startswith("aria")]
+        worn = rows[rows["camera"].astype(str).str.startswith("aria") & (rows["take"] != "")]
         poses = [
             cameras[s][int(f)]
             for s, f in zip(worn["sequence"], worn["frame"], strict=True)

@@ -154,6 +154,20 @@ def test_released_roots_that_are_no_official_roots_are_named(tmp_path: Path) -> 
     _released_pickle(path)
     with pytest.raises(InputError, match=r"row a\.jpg: roots_3d for an image without extrinsics"):
         read_detection_pickle(path, images.assign(extrinsics=[[]]), released=True)
+    _released_pickle(path, roots=np.array([[np.nan, 1.0, 2.0], [np.nan] * 3]))
+    with pytest.raises(InputError, match=r"row a\.jpg: roots_3d box 0 is neither three finite numbers nor three NaN"):
+        read_detection_pickle(path, images, released=True)
+
+
+def test_a_released_root_of_nan_leaves_its_depth_unknown(tmp_path: Path) -> None:
+    """The official mean over a box narrower than a pixel is NaN (an empty slice): that box's depth is unknown, the
+    others are decoded."""
+    path = tmp_path / "detections_ego_rgb.pkl"
+    images, _ = _released_pickle(path)
+    good = pickle.loads(path.read_bytes())["roots_3d"]["a.jpg"][0]
+    _released_pickle(path, roots=np.array([good[0], [np.nan] * 3]))
+    depths = read_detection_pickle(path, images, released=True).sort_values("x")[RELEASED_DEPTH].to_numpy()
+    assert np.isfinite(depths[0]) and np.isnan(depths[1])
 
 
 def test_old_numpy_module_names_are_admitted(tmp_path: Path) -> None:

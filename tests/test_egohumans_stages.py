@@ -7,6 +7,7 @@ import io
 import json
 import os
 import pickle
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -59,6 +60,19 @@ FRAMES = "synthetic/*/ego/aria01/images/rgb/*.jpg"
 VIEWS = SMALL["people"] + SMALL["exo_cameras"]
 TRACKS = "data/egohumans/tracks"
 TRANSFORMS = "colmap/workplace/colmap_from_aria_transforms.pkl"
+# what the official conversion (tools/create_benchmark/coco_video_format.py, coco_add_to) writes per image and box
+OFFICIAL_IMAGE_KEYS = {"file_name", "height", "width", "id", "video_id", "frame_id", "extrinsics", "depth_path"}
+OFFICIAL_ANNOTATION_KEYS = {"id", "image_id", "video_id", "category_id", "instance_id", "bbox", "area", "occluded"}
+OFFICIAL_ANNOTATION_KEYS |= {"truncated", "iscrowd", "ignore", "is_vid_train_frame", "visibility", "human_name"}
+OFFICIAL_ANNOTATION_KEYS |= {"camera_name", "camera_mode", "time_stamp"}
+# the download's files (assets/DOWNLOAD.md: colmap, ego/ariaXX/{calib, images/rgb}, exo/camXX/images,
+# processed_data/fit_poses3d; COCO_VIDEO.md: the benchmark annotation and pickles), the user's detections, the manifest
+DOWNLOAD_LAYOUT = re.compile(
+    r"^(synthetic/\d{3}_synthetic/(colmap/workplace/[^/]+|ego/aria\d\d/(calib/\d{5}\.txt|images/rgb/\d{5}\.jpg)"
+    r"|exo/cam\d\d/images/\d{5}\.jpg|processed_data/fit_poses3d/\d{5}\.npy)"
+    r"|benchmark/sample/all/coco_track/(tracking_(ego_rgb|exo)\.json|detections_(ego_rgb|exo)\.pkl)"
+    r"|detections/(simulated\.pkl|det/[^/]+\.txt)|manifest\.sha256)$"
+)
 
 
 def _tree(root: Path) -> dict[str, str]:
@@ -160,6 +174,11 @@ def test_sample_content(pipeline: Path) -> None:
     assert not (anns["camera_name"] == anns["human_name"]).any()  # nobody sees themselves
     # nothing the official conversion does not write: every box visibility 1.0, no occlusion or truncation flags
     assert (anns["visibility"] == 1.0).all() and not anns["occluded"].any() and not anns["truncated"].any()
+    for key, fields in (("images", OFFICIAL_IMAGE_KEYS), ("annotations", OFFICIAL_ANNOTATION_KEYS)):
+        assert set().union(*(set(record) for record in doc[key] + exo[key])) <= fields, key
+    # and no file the download lacks (assets/DOWNLOAD.md, COCO_VIDEO.md) but the user's own detector's
+    files = [p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()]
+    assert [name for name in files if not DOWNLOAD_LAYOUT.match(name)] == []
     reentries = 0
     for gt in annotation.ground_truth.values():
         for _, track_rows in gt.groupby("id"):
@@ -363,12 +382,14 @@ def test_tracks_and_scores(pipeline: Path) -> None:
         cross = result["cross_view"]
         assert sorted(cross["takes"]) == ["synthetic/001_synthetic", "synthetic/002_synthetic"]
         assert cross["ids"] == ("global" if run.startswith(("multiview", "linked")) else "per camera")
-        placed = run.startswith(("world", "multiview", "linked")) or run.endswith("-file")  # placed or metric roots
+        # world points only where the detections carry metric roots (the user's, mode file) or the tracker places
+        # people itself from the boxes and cameras (world, multiview, linked): modes gt and official carry no 3D
+        placed = run.endswith("-file") or run.startswith(("world", "multiview", "linked"))
         for entry in (cross["COMBINED"], *cross["takes"].values()):
             low, high = entry["camera"]["ci95"]["IDF1"]
-            assert 0 <= low <= high <= 100 and (entry["world"] is not None or not placed), run
+            assert 0 <= low <= high <= 100 and (entry["world"] is not None) == placed, run
         points = pd.read_parquet(pipeline / TRACKS / run / "world.parquet")
-        assert list(points.columns) == ["sequence", "frame", "id", *ROOT_COLUMNS] and (len(points) or not placed)
+        assert list(points.columns) == ["sequence", "frame", "id", *ROOT_COLUMNS] and bool(len(points)) == placed
     table = pd.read_csv(pipeline / "plots/egohumans/sequences.csv")
     assert list(table.columns) == ["run", "sequence", "IDF1", "MOTA", "HOTA"]
     assert len(table) == len(RUNS) * (len(gt_ids) + 1)
@@ -826,3 +847,12 @@ def test_official_and_gt_modes_track_alike_on_an_official_conversion(pipeline: P
     assert sorted(same) == sorted(official_ends)
     off = np.concatenate([official_ends[name][0] - same[name][0] for name in same])
     assert (off[:, [0, 1, 4]] == 0).all() and np.isin(off[:, 2:4], [0.0, 1.0]).all() and off[:, 2:4].any()
+
+
+def test_the_track_stage_reads_no_ground_truth() -> None:
+    """The track stage's declared inputs (tests/test_dvc_deps.py holds them to what it really reads) name no ground
+    truth: neither fetch's gt/ nor its world_roots.parquet (fit_poses3d), nor the fetched folder as a whole; ground
+    truth reaches a tracker only as mode gt's boxes, through the detect stage."""
+    stage = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]["egohumans_track"]
+    fetched = [dep for dep in stage["deps"] if dep.startswith("data/egohumans/fetched")]
+    assert fetched == ["data/egohumans/fetched/sequences.json", "data/egohumans/fetched/images.parquet"]

@@ -889,22 +889,25 @@ def _released_depths(
     path: Path, roots: np.ndarray, boxes: np.ndarray, keys: list[str], counts: np.ndarray, extrinsics: np.ndarray
 ) -> np.ndarray:
     """The released ``roots_3d`` (one row per box, NaN where the pickle has none) decoded per image with its
-    ``extrinsics`` (the annotation's, ``[]`` when it has none): each box's relative depth. A decoded pixel more than
-    RELEASED_CENTRE_TOLERANCE_PX from its box's centre, or roots for an image without extrinsics, raise InputError
-    naming the image (and the box)."""
+    ``extrinsics`` (the annotation's, ``[]`` when it has none): each box's relative depth. A root of three NaN (the
+    official mean over a box narrower than a pixel) leaves that box's depth NaN. A decoded pixel more than
+    RELEASED_CENTRE_TOLERANCE_PX from its box's centre, a root half given, or roots for an image without extrinsics
+    raise InputError naming the image (and the box)."""
     depth = np.full(len(boxes), np.nan)
     start = 0
     for key, count, matrix in zip(keys, counts.tolist(), extrinsics, strict=True):
-        rows = slice(start, start + count)
+        rows = np.arange(start, start + count)
         start += count
         given = np.isfinite(roots[rows]).all(axis=1)
+        if not (given | np.isnan(roots[rows]).all(axis=1)).all():
+            box = int(np.flatnonzero(~given & ~np.isnan(roots[rows]).all(axis=1))[0])
+            raise InputError(path, f"roots_3d box {box} is neither three finite numbers nor three NaN", row=key)
         if not given.any():
             continue
         if len(matrix) != 16:
             message = "roots_3d for an image without extrinsics in the annotation (nothing to decode)"
             raise InputError(path, message, row=key)
-        if not given.all():
-            raise InputError(path, f"roots_3d box {int(np.argmin(given))} is not three finite numbers", row=key)
+        rows = rows[given]
         try:
             decoded = decode_released_roots(roots[rows], np.asarray(matrix, np.float64))
         except ValueError as error:
@@ -912,11 +915,12 @@ def _released_depths(
         centre = np.stack([(boxes[rows, 0] + boxes[rows, 2]) / 2, (boxes[rows, 1] + boxes[rows, 3]) / 2], axis=1)
         off = np.abs(decoded[:, :2] - centre).max(axis=1)
         if (bad := np.flatnonzero(~(off <= RELEASED_CENTRE_TOLERANCE_PX))).size:
-            box = int(bad[0])
+            k = int(bad[0])
+            box = int(np.flatnonzero(given)[k])  # its place among the image's boxes
             raise InputError(
                 path,
-                f"roots_3d box {box} decodes to pixel ({decoded[box, 0]:.2f}, {decoded[box, 1]:.2f}) through the "
-                f"image's extrinsics, not its box's centre ({centre[box, 0]:.2f}, {centre[box, 1]:.2f}): not the "
+                f"roots_3d box {box} decodes to pixel ({decoded[k, 0]:.2f}, {decoded[k, 1]:.2f}) through the "
+                f"image's extrinsics, not its box's centre ({centre[k, 0]:.2f}, {centre[k, 1]:.2f}): not the "
                 "official conversion's roots_3d (box centre pixel and depth through the extrinsics)",
                 row=key,
             )

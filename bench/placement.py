@@ -6,7 +6,8 @@
    wearers' trajectories give, the height prior, the two fused) on the ground-truth boxes (their ids name the
    person); the metric roots of the user's own detections (the sample's simulated detector, about 10 % depth error:
    detection mode ``file``) and those roots fused with the geometry on the detector's boxes that overlap a
-   ground-truth box (IoU >= 0.5, the best one).
+   ground-truth box (IoU >= 0.5, the best one); and the released pickle's ``roots_3d`` decoded (``released_depth``,
+   a relative inverse depth) with the best scale per frame an oracle could fit (no tracker reads them).
 2. Every configured tracker (params.yaml ``egohumans.track``) in modes ``gt`` and ``file`` on the sample and on two
    unseen seeds with more people, several exo cameras and a lower frame rate (``SEEDS``): per-camera IDF1 and HOTA
    (the score stage's protocol), world-frame MOTA and multi-camera IDF1 (its cross-view scores). Goal: the
@@ -14,8 +15,8 @@
    ``GOAL_POINTS`` above the linked baseline's, on every data set.
 
 Each data set is generated, fetched and detected in a temporary copy by the project's own stages, exactly as
-``dvc repro`` would; tracking and scoring run in process through the stages' library functions. ``gt`` mode gets the
-ground-truth boxes with score 1 and nothing more (no roots). ``python -m bench.placement`` prints both tables and
+``dvc repro`` would; tracking and scoring run in process through the stages' library functions (``gt`` mode: the
+ground-truth boxes with score 1 and nothing more). ``python -m bench.placement`` prints both tables and
 writes bench/out/placement.json; BENCHMARKS.md holds them and tests/test_placement.py re-derives the sample's.
 """
 

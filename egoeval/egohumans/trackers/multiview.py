@@ -4,18 +4,13 @@ A take (``egoeval.egohumans.views``: the wearers' Aria views and the secondary c
 instant in all of them) is tracked in two steps:
 
 1. Per camera, the world-frame tracker (``egoeval.egohumans.trackers.world``: ByteTrack's association on boxes
-   carried by the camera's motion and each track's 3D root; the ego-motion warp where a detection has no root)
-   follows each person as a tracklet, with the settings of this tracker's ByteTrack and world keys (tracking.py
-   runs it).
+   carried by the camera's motion and each track's place in the world) follows each person as a tracklet, with this
+   tracker's settings (tracking.py runs it). The ``linked`` baseline (``linked.yaml``) runs ultralytics' ByteTrack
+   instead and stops after step 2.
 2. Across cameras, tracklets are linked into people: every box becomes a world point with an uncertainty ellipsoid
-   through its camera's pose and calibration at that frame (:func:`lift`: any model of
-   ``egoeval.egohumans.trackers.egomotion`` / ``egoeval.egohumans.exo``, Aria's fisheye, COLMAP's). The point is
-   the box's 3D root where it has one (its error along the camera ray is ``root_noise`` of its distance), else the
-   point on the ray through the
-   box centre at the distance a person of ``person_height_m`` has at the box's angular height (error ``size_noise``
-   of the distance; a box cut by the image's top or bottom edge tells little: error as large as the distance).
-   Across the ray, ``BOX_CENTRE_STD_M``: the box centre finds the pelvis to within a person's half-width (a box cut
-   by any image edge: ``CUT_BOX_STD`` of a person's height). Two tracklets of different cameras are the same person
+   through its camera's pose and calibration at that frame (:func:`lift`:
+   ``egoeval.egohumans.trackers.placement``: the foot on the take's floor, the height prior, metric roots only where
+   the user's own detections carry them, fused). Two tracklets of different cameras are the same person
    when their points agree at the time stamps both are placed: the median squared Mahalanobis distance over those
    time stamps lies within the ``gate_probability`` quantile of chi-square with 3 degrees of freedom (the median:
    a few bad frames, a box cut by an occluder, do not part them). Compatible pairs are joined best supported first

@@ -56,6 +56,8 @@ MODES = ("gt", "file")
 SEEDS = {  # unseen data sets: egohumans.sample settings over the sample's own (seed 7, 5 people, 1 exo, 30 fps)
     "seed 11 (8 people, 3 exo, 15 fps)": {"seed": 11, "people": 8, "exo_cameras": 3, "fps": 15, "frames": 60},
     "seed 23 (12 people, 4 exo, 10 fps)": {"seed": 23, "people": 12, "exo_cameras": 4, "fps": 10, "frames": 40},
+    "seed 11 (the sample's settings, 2 takes)": {"seed": 11, "sequences": 2},  # tests/test_egomotion.py's
+    "seed 23 (the sample's settings, 2 takes)": {"seed": 23, "sequences": 2},
 }
 SAMPLE = "sample"
 MATCH_IOU = 0.5

@@ -14,6 +14,7 @@ BENCHES = [
     "bench.score_tracks",
     "bench.official_protocol",
     "bench.trackers",
+    "bench.placement",
     "bench.hostile_inputs",
     "bench.cli_help",
     "bench.audit",

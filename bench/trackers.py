@@ -21,8 +21,9 @@ from typing import Any
 import pandas as pd
 
 from bench import save
-from egoeval.egohumans.trackers import tracks_takes
-from egoeval.egohumans.tracking import camera_poses, track_sequence, track_views
+from egoeval.egohumans.trackers import places_people, tracks_takes
+from egoeval.egohumans.trackers.placement import take_planes
+from egoeval.egohumans.tracking import camera_poses, image_size, track_sequence, track_views
 from egoeval.settings import load_settings
 from egoeval.stage import command_env
 
@@ -61,6 +62,11 @@ def run() -> dict[str, Any]:
         rows = []
         for name in track.trackers:
             config = track.config[name]
+            grounds = {}
+            if places_people(config):  # the world tracker: each take's floor, each camera's image size
+                planes = take_planes(images, cameras, float(config.eye_height_m))
+                by_sequence = images.groupby("sequence")
+                grounds = {s: (planes[views["take"].iloc[0]], image_size(views)) for s, views in by_sequence}
             best = float("inf")
             for _ in range(REPEATS):
                 start = time.perf_counter()
@@ -68,7 +74,9 @@ def run() -> dict[str, Any]:
                     track_views(name, config, detections, images, cameras, lengths)
                 for seq in [] if tracks_takes(config) else sequences:
                     part = detections[detections["sequence"] == seq["name"]]
-                    track_sequence(config, part, int(seq["length"]), frames[seq["name"]], cameras[seq["name"]])
+                    sequence = seq["name"]
+                    ground = grounds.get(sequence)
+                    track_sequence(config, part, int(seq["length"]), frames[sequence], cameras[sequence], ground)
                 best = min(best, time.perf_counter() - start)
             rows.append({"tracker": name, "seconds": best, "fps": total / best})
     byte = next(r["seconds"] for r in rows if r["tracker"] == "bytetrack")

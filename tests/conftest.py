@@ -293,17 +293,17 @@ def assert_tracker_wins(metrics: dict, modes: list[str], tracker: str) -> None:
             assert ours["IDSW"] < theirs["IDSW"], (mode, other, ours["IDSW"], theirs["IDSW"])
 
 
-MULTIVIEW_MARGIN = 10.0  # multi-camera IDF1 points the multi-view tracker must gain over the per-camera world tracker
-PER_CAMERA_SLACK = 2.0  # per-camera IDF1 points it may lose to it
+MULTIVIEW_MARGIN = 5.0  # multi-camera IDF1 points the multi-view tracker must gain over the linked baseline
 
 
 def assert_multiview_wins(metrics: dict, modes: list[str]) -> None:
-    """The multi-view tracker beats the per-camera world tracker on multi-camera IDF1 by MULTIVIEW_MARGIN points,
-    with its per-camera IDF1 at most PER_CAMERA_SLACK below the world tracker's, in each detection mode of
-    ``metrics`` (metrics/egohumans.json)."""
+    """The goal BENCHMARKS.md states: the multi-view tracker's per-camera IDF1 at least the ego-motion tracker's, its
+    multi-camera IDF1 at least MULTIVIEW_MARGIN points above the linked baseline's (ByteTrack per camera, linked
+    afterwards with the same geometry), in each detection mode of ``metrics`` (metrics/egohumans.json)."""
     for mode in modes:
-        ours, theirs = metrics[f"multiview-{mode}"], metrics[f"world-{mode}"]
+        ours, linked = metrics[f"multiview-{mode}"], metrics[f"linked-{mode}"]
         mine = ours["cross_view"]["COMBINED"]["camera"]["IDF1"]
-        other = theirs["cross_view"]["COMBINED"]["camera"]["IDF1"]
+        other = linked["cross_view"]["COMBINED"]["camera"]["IDF1"]
         assert mine >= other + MULTIVIEW_MARGIN, (mode, mine, other)
-        assert ours["COMBINED"]["IDF1"] >= theirs["COMBINED"]["IDF1"] - PER_CAMERA_SLACK, (mode, ours, theirs)
+        ego = metrics[f"egomotion-{mode}"]["COMBINED"]["IDF1"]
+        assert ours["COMBINED"]["IDF1"] >= ego, (mode, ours["COMBINED"]["IDF1"], ego)

@@ -189,7 +189,7 @@ def test_a_stage_given_a_wrong_argument_says_which(workspace: Path, module: str)
     if "nope --mode" in module:
         assert line == (
             "error: bad input: params.yaml: --tracker 'nope': not a key of egohumans.track.config "
-            "(botsort, bytetrack, egomotion, multiview, world)"
+            "(botsort, bytetrack, egomotion, linked, multiview, world)"
         )
     else:
         assert "error:" in line and ("nope" in line or "extra" in line)

@@ -49,7 +49,7 @@ from stages.egohumans import detect, fetch, sample, score, track
 REPO = Path(__file__).resolve().parents[1]
 SMALL = {"sequences": 2, "frames": 150, "fps": 30, "width": 320, "height": 180, "people": 4, "exo_cameras": 1}
 SMALL["seed"] = 3
-TRACKERS = ("botsort", "bytetrack", "egomotion", "world", "multiview")
+TRACKERS = ("botsort", "bytetrack", "egomotion", "world", "multiview", "linked")
 RUNS = sorted(f"{t}-{m}" for t in TRACKERS for m in ("file", "gt", "official"))
 MODES = ["gt", "official", "file"]
 ANNOTATION = "benchmark/sample/all/coco_track/tracking_ego_rgb.json"
@@ -381,10 +381,10 @@ def test_tracks_and_scores(pipeline: Path) -> None:
     for run, result in metrics.items():  # across views: per take and combined, each run's world points
         cross = result["cross_view"]
         assert sorted(cross["takes"]) == ["synthetic/001_synthetic", "synthetic/002_synthetic"]
-        assert cross["ids"] == ("global" if run.startswith("multiview") else "per camera")
-        # world points only where the detections carry metric roots (the user's, mode file) or the multi-view
-        # tracker places people itself: modes gt and official carry no 3D (no ground truth in a tracker's hands)
-        placed = run.endswith("-file") or run.startswith("multiview")
+        assert cross["ids"] == ("global" if run.startswith(("multiview", "linked")) else "per camera")
+        # world points only where the detections carry metric roots (the user's, mode file) or the tracker places
+        # people itself from the boxes and cameras (world, multiview, linked): modes gt and official carry no 3D
+        placed = run.endswith("-file") or run.startswith(("world", "multiview", "linked"))
         for entry in (cross["COMBINED"], *cross["takes"].values()):
             low, high = entry["camera"]["ci95"]["IDF1"]
             assert 0 <= low <= high <= 100 and (entry["world"] is not None) == placed, run

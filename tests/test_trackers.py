@@ -39,12 +39,19 @@ def _walkers(frames: int = 30) -> pd.DataFrame:
 def test_registry_is_ultralytics_tracker_map() -> None:
     from ultralytics.trackers.track import TRACKER_MAP
 
-    assert sorted(packaged_trackers()) == sorted([*TRACKER_MAP, "egomotion", "world", "multiview"])  # and our own
-    assert sorted(OWN) == ["egomotion", "multiview", "world"]  # each of egoeval's own with its YAML of defaults
+    assert sorted(packaged_trackers()) == sorted(
+        [*TRACKER_MAP, "egomotion", "world", "multiview", "linked"]
+    )  # and our own
+    assert sorted(OWN) == [
+        "egomotion",
+        "linked",
+        "multiview",
+        "world",
+    ]  # each of egoeval's own with its YAML of defaults
 
 
 # egoeval's own need cameras: tests/test_egomotion.py, tests/test_world_tracker.py, tests/test_multiview.py
-@pytest.mark.parametrize("kind", sorted(set(packaged_trackers()) - {"egomotion", "world", "multiview"}))
+@pytest.mark.parametrize("kind", sorted(set(packaged_trackers()) - {"egomotion", "world", "multiview", "linked"}))
 def test_every_tracker_runs_from_params(kind: str) -> None:
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     params["egohumans"]["track"]["config"][f"my{kind}"] = _runnable(kind)

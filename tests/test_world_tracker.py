@@ -1,6 +1,6 @@
-"""The world-frame tracker (egoeval/egohumans/trackers/world.py): its Kalman filter on 3D roots, that the roots are
-what it adds to the ego-motion tracker, re-finding a person the wearer walked past, bad inputs, and the bundled
-sample."""
+"""The world-frame tracker (egoeval/egohumans/trackers/world.py): its Kalman filter on 3D roots, that placing people
+in the world is what it adds to the ego-motion tracker, re-finding a person the wearer walked past (with the user's
+metric roots, and from the boxes and the ground alone), bad inputs, and the bundled sample."""
 
 from __future__ import annotations
 
@@ -19,10 +19,13 @@ from scipy.spatial.distance import mahalanobis
 from egoeval.egohumans.formats import ROOT_COLUMNS, read_det_txt, read_detection_pickle
 from egoeval.egohumans.settings import TrackerConfig, packaged_trackers
 from egoeval.egohumans.trackers.egomotion import CameraPose
+from egoeval.egohumans.trackers.placement import GroundPlane
 from egoeval.egohumans.trackers.world import RootFilter
-from egoeval.egohumans.tracking import track_sequence
+from egoeval.egohumans.tracking import track, track_sequence
 from egoeval.errors import InputError, ParamsError
+from egoeval.io import write_parquet
 from egoeval.settings import validate_params
+from egoeval.tracking.mot import read_mot
 
 REPO = Path(__file__).resolve().parents[1]
 FOCAL, WIDTH, HEIGHT = 400.0, 640, 360
@@ -36,9 +39,10 @@ def test_the_filter_on_a_still_walker_is_a_least_squares_line() -> None:
     truth = np.array([1.0, 0.9, -4.0]) + np.outer(frames, [0.03, 0.0, -0.01])
     seen = truth + rng.normal(0, 0.05, truth.shape)
     rf = RootFilter(walk_noise_m=1e-9)
-    mean, covariance = rf.initiate(seen[0], 0.05)
+    error = np.eye(3) * 0.05**2
+    mean, covariance = rf.initiate(seen[0], error)
     for root in seen[1:]:
-        mean, covariance = rf.update(*rf.predict(mean, covariance), root, 0.05)
+        mean, covariance = rf.update(*rf.predict(mean, covariance), root, error)
     slope, intercept = np.polynomial.polynomial.polyfit(frames, seen, 1)[::-1]
     np.testing.assert_allclose(mean[3:], slope, atol=2e-4)
     np.testing.assert_allclose(mean[:3], intercept + slope * frames[-1], atol=2e-3)
@@ -52,12 +56,12 @@ def test_the_filter_on_a_still_walker_is_a_least_squares_line() -> None:
 )
 def test_the_gate_is_the_mahalanobis_distance(root: list[float], std: float, steps: int) -> None:
     rf = RootFilter(walk_noise_m=0.01)
-    mean, covariance = rf.initiate(np.array([0.5, 1.0, -3.0]), 0.2)
+    mean, covariance = rf.initiate(np.array([0.5, 1.0, -3.0]), np.eye(3) * 0.2**2)
     for _ in range(steps):
         mean, covariance = rf.predict(mean, covariance)
     spread = covariance[:3, :3] + np.eye(3) * std**2
     expected = mahalanobis(root, mean[:3], np.linalg.inv(spread)) ** 2
-    got = rf.squared_distances(mean[None], covariance[None], np.array([root]), np.array([std]))[0, 0]
+    got = rf.squared_distances(mean[None], covariance[None], np.array([root]), np.eye(3)[None] * std**2)[0, 0]
     assert got == pytest.approx(expected, rel=1e-9)
 
 
@@ -98,14 +102,55 @@ def test_it_finds_again_a_person_the_wearer_walked_past() -> None:
     assert ego["id"].nunique() == 2 and byte["id"].nunique() == 2  # the head did not turn: the warp cannot help
 
 
-def test_without_roots_it_is_the_egomotion_tracker() -> None:
-    """The roots are the cause: without them the world tracker's output is the ego-motion tracker's, box for box."""
+def test_without_roots_it_places_people_from_the_boxes_and_the_ground() -> None:
+    """No metric root (gt and official modes): the box's foot on the floor and its height place the person; without
+    a ground plane the height alone does; the ego-motion tracker, with neither, loses the person."""
     detections, cameras = _walked_past(60, range(20, 40), 0.05)
     rootless = detections.assign(**{c: np.nan for c in ROOT_COLUMNS})
     trackers = {kind: TrackerConfig(**settings) for kind, settings in packaged_trackers().items()}
-    world = track_sequence(trackers["world"], rootless, 60, cameras=cameras)
+    floor = GroundPlane(np.array([0.0, 1.0, 0.0]), 0.0, 0.08)
+    for ground in ((floor, (WIDTH, HEIGHT)), None):
+        world = track_sequence(trackers["world"], rootless, 60, cameras=cameras, ground=ground)
+        assert world["id"].nunique() == 1 and world["frame"].max() == 60
+        np.testing.assert_allclose(world[ROOT_COLUMNS].median(), [0.4, 0.9, -3.0], atol=0.3)
     ego = track_sequence(trackers["egomotion"], rootless, 60, cameras=cameras)
-    pd.testing.assert_frame_equal(world, ego)
+    assert ego["id"].nunique() == 2
+
+
+@pytest.mark.parametrize("layout", ["official", "other"])
+def test_the_track_stage_gives_it_the_take_floor_from_the_wearer(tmp_path: Path, layout: str) -> None:
+    """Through the stage's work (``track``): in the official layout the wearer's own trajectory gives the floor (a
+    take's ``ariaXX``); outside it (no take) the height alone places the person; either way one identity."""
+    detections, cameras = _walked_past(60, range(20, 40), 0.05)
+    fetched = tmp_path / "fetched"
+    fetched.mkdir()
+    (fetched / "sequences.json").write_text(json.dumps({"sequences": [{"name": "s", "length": 60}]}))
+    take, camera = ("t/001_t", "aria01") if layout == "official" else ("", "")
+    images = pd.DataFrame(
+        {
+            "sequence": "s",
+            "frame": list(cameras),
+            "extrinsics": [
+                np.r_[np.c_[c.rotation, c.translation].ravel(), 0, 0, 0, 1].tolist() for c in cameras.values()
+            ],
+            "calib_intrinsics": [[FOCAL, WIDTH / 2, HEIGHT / 2, *[0.0] * 12]] * len(cameras),
+            "camera_model": "pinhole",
+            "take": take,
+            "camera": camera,
+            "time_stamp": list(cameras),
+            "width": WIDTH,
+            "height": HEIGHT,
+        }
+    )
+    write_parquet(fetched / "images.parquet", images)
+    rootless = detections.assign(sequence="s", **{c: np.nan for c in ROOT_COLUMNS})
+    write_parquet(tmp_path / "gt.parquet", rootless)
+    config = TrackerConfig(**packaged_trackers()["world"])
+    assert track("w", config, tmp_path / "gt.parquet", fetched, tmp_path / "tracks") > 0
+    tracks = read_mot(tmp_path / "tracks" / "s.txt", kind="pred")
+    assert tracks["id"].nunique() == 1
+    points = pd.read_parquet(tmp_path / "tracks" / "world.parquet")
+    np.testing.assert_allclose(points[ROOT_COLUMNS].median(), [0.4, 0.9, -3.0], atol=0.3)
 
 
 @pytest.mark.bad_input

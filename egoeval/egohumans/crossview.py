@@ -4,10 +4,10 @@ its section of the report and its lines of ``egoeval compare`` (the metrics are 
 Each run gets ``cross_view``: ``{"ids": "global" | "per camera", "COMBINED": entry, "takes": {take: entry}}``, an
 entry being ``{"camera": {IDF1, IDP, IDR, IDTP, IDFN, IDFP, ci95}, "world": {HOTA, DetA, AssA, LocA, MOTA, MOTP,
 IDF1, IDP, IDR, IDSW, FP, FN, ..., distance_m, ci95} or None}``. ``camera`` is the multi-camera identity over every
-camera of a take; ``world`` tracking on 3D roots (None where the take has no 3D ground truth or the run's boxes carry
-no world points). Ground truth is read as TrackEval reads it (ignore boxes dropped). A take's cameras are its
-videos (fetch's ``take`` of each image); the 3D ground truth is fetch's ``world_roots.parquet`` (the official
-``fit_poses3d``), kept at the time stamps where some camera sees the person.
+camera of a take; ``world`` tracking on each run's world points (None where the take has no 3D ground truth or the
+run's boxes carry no world points). Ground truth is read as TrackEval reads it (ignore boxes dropped). A take's
+cameras are its videos (fetch's ``take`` of each image); the 3D ground truth is fetch's ``world_roots.parquet`` (the
+official ``fit_poses3d``), kept at the time stamps where some camera sees the person.
 """
 
 from __future__ import annotations
@@ -110,10 +110,14 @@ def report_section(metrics: dict[str, Any], runs: list[str], distance_m: float) 
     return (
         '<section id="egohumans-crossview"><h2>EgoHumans: across views</h2>'
         "<p>Identity over every camera of a take at once (multi-camera IDF1, IDP, IDR: one global match between "
-        "people and tracker identities over all cameras' boxes) and tracking in the world frame on 3D roots (HOTA over "
-        "distance thresholds, MOTA and IDF1 at the distance shown), combined over takes, with 95% block-bootstrap "
-        "intervals. "
-        "A per-camera tracker's ids are its own per camera. No published numbers exist for these metrics.</p>"
+        "people and tracker identities over all cameras' boxes) and tracking in the world frame on each run's world "
+        "points (HOTA over distance thresholds, MOTA and IDF1 at the distance shown), combined over takes, with 95% "
+        "block-bootstrap intervals. World points are where the world, multi-view and linked trackers place each "
+        "person from the boxes, the cameras and the wearers' trajectories, or the metric roots of the user's own "
+        "detections; no tracker reads the ground truth's 3D. "
+        "A per-camera tracker's ids are its own per camera, which caps its multi-camera IDF1 near one camera's share "
+        "of each person; <code>linked</code> is the baseline with global ids. No published numbers exist for these "
+        "metrics.</p>"
         f"{table(names, rows, 'tracking crossview')}</section>"
     )
 

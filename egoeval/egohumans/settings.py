@@ -114,7 +114,7 @@ OWN_TRACKERS = sorted((Path(__file__).parent / "trackers").glob("*.yaml"))
 # and ultralytics' shares and similarities by name; any other is a frame count (an integer) or a weight, scale or
 # cost (a number; every packaged default lies in [0, 1.1]).
 EXTRA_RANGES = {"root_noise": (0.0, 1.0), "walk_noise_m": (1e-6, 1.0), "gate_probability": (0.5, 0.999999)}
-EXTRA_RANGES |= {"size_noise": (0.01, 1.0), "person_height_m": (0.5, 2.5)}
+EXTRA_RANGES |= {"size_noise": (0.01, 1.0), "person_height_m": (0.5, 2.5), "eye_height_m": (0.5, 2.5)}
 EXTRA_RANGES |= {key: (0.0, 1.0) for key in ("proximity_thresh", "appearance_thresh", "alpha_fixed_emb")}
 EXTRA_INT_RANGE, EXTRA_FLOAT_RANGE = (0, MAX_FRAMES), (0.0, 10.0)
 

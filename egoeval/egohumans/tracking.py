@@ -4,13 +4,14 @@ table, one MOTChallenge file per sequence.
 The tracker gets the boxes frame by frame (every frame of the sequence, empty ones too). Camera motion compensation
 (``gmc_method`` other than ``none``, BoT-SORT and the others that have it) gets each frame's image, read from the
 fetched frames; appearance ReID (``with_reid``) is refused by the settings: it would need a model download.
-egoeval's own trackers (``egomotion``: the head rotation; ``world``: a Kalman filter on 3D roots in the world frame)
-read each frame's camera pose from fetch's images table; detections without metric roots (every mode but the user's
-own ``file`` detections) leave the world tracker following the head rotation, as ``egomotion``. A fresh tracker per
-sequence; track ids start at 1; ``multiview`` tracks each take's sequences at once
+egoeval's own trackers (``egomotion``: the head rotation; ``world``: a Kalman filter on each person's place in the
+world frame) read each frame's camera pose from fetch's images table; the world tracker places each box's person
+from the download's own inputs (``egoeval.egohumans.trackers.placement``: the foot on its take's floor, the height
+prior, metric roots only where the user's own ``file`` detections carry them). A fresh tracker per sequence; track
+ids start at 1; ``multiview`` and ``linked`` track each take's sequences at once
 (egoeval.egohumans.trackers.multiview). Each run folder also holds ``world.parquet``: the world point of every box
-that has one (its detection's root; the multi-view tracker's fused root), which the MOTChallenge files leave at
-``-1, -1, -1`` (TrackEval reads that column as the class).
+that has one (the world tracker's placed point, the multi-view and linked trackers' fused one, else its detection's
+metric root), which the MOTChallenge files leave at ``-1, -1, -1`` (TrackEval reads that column as the class).
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ from egoeval.egohumans.artifacts import WORLD_POINTS
 from egoeval.egohumans.exo import camera_pose
 from egoeval.egohumans.formats import ROOT_COLUMNS, read_detections_parquet
 from egoeval.egohumans.settings import TrackerConfig
-from egoeval.egohumans.trackers import make_tracker, tracks_takes, uses_cameras, uses_frames
+from egoeval.egohumans.trackers import make_tracker, places_people, tracks_takes, uses_cameras, uses_frames
 from egoeval.egohumans.trackers.egomotion import CameraPose
-from egoeval.egohumans.trackers.multiview import check_views, link_views, local_settings
+from egoeval.egohumans.trackers.multiview import METRIC_COLUMNS, check_views, link_views, local_settings
+from egoeval.egohumans.trackers.placement import GroundPlane, Priors, place, take_planes
 from egoeval.errors import InputError
 from egoeval.io import data_roots, read_json, read_parquet, replaced_dir, write_parquet
 from egoeval.tracking.mot import write_mot
@@ -49,6 +51,7 @@ class Boxes:
     conf: np.ndarray  # (N,)
     cls: np.ndarray  # (N,)
     root: np.ndarray  # (N, 3) world root, NaN where unknown (read by the world tracker only)
+    root_error: np.ndarray  # (N, 3, 3) its covariance
 
     @property
     def xyxy(self) -> np.ndarray:
@@ -59,7 +62,7 @@ class Boxes:
         return len(self.conf)
 
     def __getitem__(self, index: Any) -> Boxes:
-        return Boxes(self.xywh[index], self.conf[index], self.cls[index], self.root[index])
+        return Boxes(self.xywh[index], self.conf[index], self.cls[index], self.root[index], self.root_error[index])
 
 
 def camera_poses(images: pd.DataFrame, path: Path) -> dict[str, dict[int, CameraPose]]:
@@ -86,16 +89,19 @@ def track_sequence(
     length: int,
     frames: dict[int, Callable[[], np.ndarray]] | None = None,
     cameras: dict[int, CameraPose] | None = None,
+    ground: tuple[GroundPlane | None, tuple[float, float]] | None = None,
 ) -> pd.DataFrame:
     """Track one sequence of ``length`` frames; ``detections`` holds its rows (frame, x, y, w, h, score).
 
     ``frames`` (frame -> a reader of its image: ``egoeval.video.read_pinned_image`` of the frame's path, pinned
     sha256 and data root) is needed when the tracker compensates camera motion from the images; ``cameras`` (frame
-    -> camera pose) when it follows the known head rotation (``egomotion``, ``world``).
+    -> camera pose) when it follows the known head rotation (``egomotion``, ``world``);
+    ``ground`` (its take's ground plane and the image size) when it places people in the world (``world``).
     """
     tracker = make_tracker(config)
     if length == 0:  # a camera that never sees anyone: the download has no image of it, so no tracks
-        return pd.DataFrame({c: np.zeros(0, np.int64 if c in ("frame", "id") else np.float64) for c in MOT_COLUMNS})
+        columns = [*MOT_COLUMNS, *METRIC_COLUMNS]
+        return pd.DataFrame({c: np.zeros(0, np.int64 if c in ("frame", "id") else np.float64) for c in columns})
     if uses_cameras(config) and not cameras:
         raise ValueError(f"the {config.tracker_type} tracker needs each frame's camera pose (cameras)")
     need_images = uses_frames(config)
@@ -106,7 +112,10 @@ def track_sequence(
     xywh = detections[["x", "y", "w", "h"]].to_numpy(np.float32, copy=True)
     xywh[:, :2] += xywh[:, 2:] / 2
     conf = detections["score"].to_numpy(np.float32)
-    roots = detections.reindex(columns=ROOT_COLUMNS).to_numpy(np.float64)
+    corners = detections[["x", "y", "w", "h"]].to_numpy(np.float64)
+    metric = detections.reindex(columns=ROOT_COLUMNS).to_numpy(np.float64)  # the user's own detections' roots
+    roots = metric.copy()  # where each box's person is placed (the world tracker), else its metric root
+    errors = np.full((len(roots), 3, 3), np.nan)
     bounds = np.searchsorted(frame_of, np.arange(1, length + 2))
     rows = []
     for frame in range(1, length + 1):
@@ -119,15 +128,20 @@ def track_sequence(
             image = reader()
         if cameras is not None and hasattr(tracker, "camera"):
             tracker.camera = cameras.get(frame)
-        boxes = Boxes(xywh[lo:hi], conf[lo:hi], np.zeros(hi - lo, dtype=np.float32), roots[lo:hi])
+        if places_people(config) and tracker.camera is not None and hi > lo:
+            plane, size = ground if ground is not None else (None, (np.inf, np.inf))
+            priors = Priors.of(config.model_dump())
+            roots[lo:hi], errors[lo:hi] = place(tracker.camera, corners[lo:hi], metric[lo:hi], size, plane, priors)
+        boxes = Boxes(xywh[lo:hi], conf[lo:hi], np.zeros(hi - lo, dtype=np.float32), roots[lo:hi], errors[lo:hi])
         out = tracker.update(boxes, image)
         if len(out):
             out = np.asarray(out, dtype=np.float64)
-            root = roots[lo:hi][out[:, 7].astype(np.int64)]  # the root of the detection each box comes from
+            source = out[:, 7].astype(np.int64)  # the detection each box comes from
             box = [out[:, :2], out[:, 2:4] - out[:, :2]]
-            rows.append(np.column_stack([np.full(len(out), frame), out[:, 4], *box, out[:, 5], root]))
-    table = np.concatenate(rows) if rows else np.zeros((0, len(MOT_COLUMNS)))
-    df = pd.DataFrame(np.round(table, 3), columns=MOT_COLUMNS)
+            placed, own = roots[lo:hi][source], metric[lo:hi][source]
+            rows.append(np.column_stack([np.full(len(out), frame), out[:, 4], *box, out[:, 5], placed, own]))
+    table = np.concatenate(rows) if rows else np.zeros((0, len(MOT_COLUMNS) + len(METRIC_COLUMNS)))
+    df = pd.DataFrame(np.round(table, 3), columns=[*MOT_COLUMNS, *METRIC_COLUMNS])
     df[["frame", "id"]] = df[["frame", "id"]].astype(np.int64)
     return df.sort_values(["frame", "id"]).reset_index(drop=True)
 
@@ -140,24 +154,31 @@ def track_views(
     cameras: dict[str, dict[int, CameraPose]],
     lengths: dict[str, int],
 ) -> dict[str, pd.DataFrame]:
-    """The multi-view tracker (egoeval.egohumans.trackers.multiview) over every take of fetch's ``images`` table
-    (sequence, frame, take, camera, time_stamp, width, height): each camera tracked by the world tracker, then its
-    tracklets linked across the take's cameras (a camera without any pose is left out). ``lengths``: each sequence's
-    frames. Returns each sequence's table."""
+    """A tracker of whole takes (``multiview``, ``linked``: egoeval.egohumans.trackers.multiview) over every take of
+    fetch's ``images`` table (sequence, frame, take, camera, time_stamp, width, height): each camera tracked by its
+    per-camera tracker, then its tracklets linked across the take's cameras (a camera without any pose is left out).
+    ``lengths``: each sequence's frames. Returns each sequence's table."""
     check_views(name, images)
     local = local_settings(config)
+    planes = take_planes(images, cameras, float(config.eye_height_m))
     by_sequence = dict(tuple(detections.groupby("sequence", sort=True)))
     out: dict[str, pd.DataFrame] = {}
-    for _, frames in images.groupby("take", sort=True):
+    for take, frames in images.groupby("take", sort=True):
         tables = {}
         for sequence in sorted(set(frames["sequence"])):
             rows = by_sequence.get(sequence, detections.iloc[:0])
             if not cameras.get(sequence):  # a camera with no pose at all cannot be placed: its boxes are left out
                 tables[sequence] = track_sequence(local, rows.iloc[:0], 0, cameras={0: None})
                 continue
-            tables[sequence] = track_sequence(local, rows, lengths[sequence], cameras=cameras[sequence])
-        out |= link_views(config.model_dump(), tables, frames, cameras)
+            ground = (planes[str(take)], image_size(frames[frames["sequence"] == sequence]))
+            tables[sequence] = track_sequence(local, rows, lengths[sequence], cameras=cameras[sequence], ground=ground)
+        out |= link_views(config.model_dump(), tables, frames, cameras, planes[str(take)])
     return out
+
+
+def image_size(images: pd.DataFrame) -> tuple[float, float]:
+    """A sequence's image width and height (its first image's: a video's frames share them)."""
+    return float(images["width"].iloc[0]), float(images["height"].iloc[0])
 
 
 def _count(value: object) -> bool:
@@ -209,11 +230,17 @@ def track(
                 f"frame beyond the sequence's {seq['length']} frames",
                 row=f"{seq['name']} frame {rows['frame'].max()}",
             )
-    if tracks_takes(config):
+    grounds: dict[str, tuple[GroundPlane | None, tuple[float, float]]] = {}
+    if tracks_takes(config) or places_people(config):
         columns = ["sequence", "frame", "take", "camera", "time_stamp", "width", "height"]
         images = read_parquet(fetched / "images.parquet", columns)
+    if tracks_takes(config):
         lengths = {s["name"]: int(s["length"]) for s in sequences}
         tables = track_views(name, config, detections, images, cameras, lengths)
+    elif places_people(config):  # a take's floor from its wearers (none outside the official layout: no take)
+        planes = take_planes(images, cameras, float(config.eye_height_m))
+        for sequence, rows in images.groupby("sequence", sort=True):
+            grounds[str(sequence)] = (planes[str(rows["take"].iloc[0])], image_size(rows))
     total, points = 0, []
     with replaced_dir(out_dir) as work:
         for seq in tqdm(sequences, desc=f"{name} {out_dir.name}", unit="seq"):
@@ -222,7 +249,12 @@ def track(
                 table = tables.get(seq["name"], pd.DataFrame(columns=MOT_COLUMNS))
             else:
                 table = track_sequence(
-                    config, rows, int(seq["length"]), frames.get(seq["name"], {}), cameras.get(seq["name"])
+                    config,
+                    rows,
+                    int(seq["length"]),
+                    frames.get(seq["name"], {}),
+                    cameras.get(seq["name"]),
+                    grounds.get(seq["name"]),
                 )
             write_mot(work / f"{seq['name']}.txt", table)
             points.append(table.dropna(subset=ROOT_COLUMNS).assign(sequence=seq["name"])[WORLD_POINT_COLUMNS])

@@ -8,9 +8,12 @@ is a module and a YAML here and an entry in OWN. egoeval's own trackers read eac
 (``tracker.camera``, set before each ``update``):
 
 - ``egomotion`` (egomotion.py): ByteTrack whose predicted boxes follow the wearer's known head rotation;
-- ``world`` (world.py): a Kalman filter on each person's 3D root in the world frame (EgoHumans' SimpleBaseline idea);
+- ``world`` (world.py): a Kalman filter on each person's 3D root in the world frame (EgoHumans' SimpleBaseline idea),
+  each box's person placed from the download's own inputs (placement.py);
 - ``multiview`` (multiview.py): a take's cameras at once (TAKE_TRACKERS: ``egoeval.egohumans.tracking.track_views``):
-  the world tracker per camera, its tracklets linked across cameras and time into one global id per person.
+  the world tracker per camera, its tracklets linked across cameras and time into one global id per person;
+- ``linked`` (multiview.py, ``linked.yaml``): the baseline that also emits global ids: ByteTrack per camera, its
+  tracks linked across cameras afterwards with the same geometry.
 """
 
 from __future__ import annotations
@@ -27,9 +30,11 @@ OWN: dict[str, Callable[[Any], Any]] = {
     "egomotion": make_egomotion_tracker,
     "world": make_world_tracker,
     "multiview": make_multiview_tracker,
+    "linked": make_multiview_tracker,
 }
-CAMERA_TRACKERS = ("egomotion", "world", "multiview")  # the trackers that read each frame's camera pose
-TAKE_TRACKERS = ("multiview",)  # the trackers of whole takes, whose ids are global over the take's cameras
+CAMERA_TRACKERS = ("egomotion", "world", "multiview", "linked")  # the trackers that read each frame's camera pose
+TAKE_TRACKERS = ("multiview", "linked")  # the trackers of whole takes, whose ids are global over the take's cameras
+PLACING_TRACKERS = ("world",)  # the per-sequence trackers that place each box's person in the world (placement.py)
 
 
 def make_tracker(config: TrackerConfig) -> Any:
@@ -50,6 +55,11 @@ def uses_frames(config: TrackerConfig) -> bool:
 def uses_cameras(config: TrackerConfig) -> bool:
     """Whether the tracker needs each frame's camera pose (the ego-motion and world trackers)."""
     return config.tracker_type in CAMERA_TRACKERS
+
+
+def places_people(config: TrackerConfig) -> bool:
+    """Whether the tracker places each box's person in the world frame (a take's ground plane, image size)."""
+    return config.tracker_type in PLACING_TRACKERS
 
 
 def tracks_takes(config: TrackerConfig) -> bool:

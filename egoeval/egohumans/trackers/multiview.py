@@ -4,18 +4,13 @@ A take (``egoeval.egohumans.views``: the wearers' Aria views and the secondary c
 instant in all of them) is tracked in two steps:
 
 1. Per camera, the world-frame tracker (``egoeval.egohumans.trackers.world``: ByteTrack's association on boxes
-   carried by the camera's motion and each track's 3D root; the ego-motion warp where a detection has no root)
-   follows each person as a tracklet, with the settings of this tracker's ByteTrack and world keys (tracking.py
-   runs it).
+   carried by the camera's motion and each track's place in the world) follows each person as a tracklet, with this
+   tracker's settings (tracking.py runs it). The ``linked`` baseline (``linked.yaml``) runs ultralytics' ByteTrack
+   instead and stops after step 2.
 2. Across cameras, tracklets are linked into people: every box becomes a world point with an uncertainty ellipsoid
-   through its camera's pose and calibration at that frame (:func:`lift`: any model of
-   ``egoeval.egohumans.trackers.egomotion`` / ``egoeval.egohumans.exo``, Aria's fisheye, COLMAP's). The point is
-   the box's 3D root where it has one (its error along the camera ray is ``root_noise`` of its distance), else the
-   point on the ray through the
-   box centre at the distance a person of ``person_height_m`` has at the box's angular height (error ``size_noise``
-   of the distance; a box cut by the image's top or bottom edge tells little: error as large as the distance).
-   Across the ray, ``BOX_CENTRE_STD_M``: the box centre finds the pelvis to within a person's half-width (a box cut
-   by any image edge: ``CUT_BOX_STD`` of a person's height). Two tracklets of different cameras are the same person
+   through its camera's pose and calibration at that frame (:func:`lift`:
+   ``egoeval.egohumans.trackers.placement``: the foot on the take's floor, the height prior, metric roots only where
+   the user's own detections carry them, fused). Two tracklets of different cameras are the same person
    when their points agree at the time stamps both are placed: the median squared Mahalanobis distance over those
    time stamps lies within the ``gate_probability`` quantile of chi-square with 3 degrees of freedom (the median:
    a few bad frames, a box cut by an occluder, do not part them). Compatible pairs are joined best supported first
@@ -44,61 +39,54 @@ from scipy.stats import chi2
 from egoeval.egohumans.formats import ROOT_COLUMNS
 from egoeval.egohumans.settings import TrackerConfig
 from egoeval.egohumans.trackers.egomotion import CameraPose
+from egoeval.egohumans.trackers.placement import GroundPlane, Priors, place
 from egoeval.egohumans.trackers.world import START_SPEED_STD_M
 from egoeval.errors import InputError
 from egoeval.io import PARAMS_FILE
 
-OWN_KEYS = ("size_noise", "person_height_m")  # the multi-view tracker's keys beyond the world tracker's
-BOX_CENTRE_STD_M = 0.1  # the box centre's error across the camera ray, metres (about half a person's width)
-CUT_BOX_STD = 0.25  # ... when the image's edge cuts the box: this fraction of a person's height
-MIN_DISTANCE_M = 0.3  # a lifted point is never nearer to its camera than this
 VELOCITY_STAMPS = 10  # a person's velocity at the end of a stretch: over its last this many time stamps
 OUTPUT_COLUMNS = ["frame", "id", "x", "y", "w", "h", "conf", *ROOT_COLUMNS]
+METRIC_COLUMNS = ["metric_x", "metric_y", "metric_z"]  # a tracklet box's detection's own metric root (file mode)
+BYTETRACK_KEYS = ("track_high_thresh", "track_low_thresh", "new_track_thresh", "track_buffer", "match_thresh")
+BYTETRACK_KEYS += ("fuse_score",)  # the linked baseline's per-camera tracker: ultralytics' ByteTrack
 
 
 def make_multiview_tracker(args: Any) -> Any:
-    """No per-frame tracker: the multi-view tracker tracks whole takes (``egoeval.egohumans.tracking.track_views``)."""
-    raise ValueError("the multi-view tracker tracks whole takes: egoeval.egohumans.tracking.track_views")
+    """No per-frame tracker: the multi-view and linked trackers track whole takes
+    (``egoeval.egohumans.tracking.track_views``)."""
+    raise ValueError(f"the {args.tracker_type} tracker tracks whole takes: egoeval.egohumans.tracking.track_views")
 
 
 def local_settings(config: TrackerConfig) -> TrackerConfig:
-    """The per-camera world tracker's settings within the multi-view tracker's."""
-    kept = {k: v for k, v in config.model_dump().items() if k not in OWN_KEYS}
+    """The per-camera tracker's settings within a take tracker's: the world tracker's (all of ``multiview``'s keys)
+    or, for the ``linked`` baseline, ByteTrack's."""
+    kept = config.model_dump()
+    if config.tracker_type == "linked":
+        return TrackerConfig(**{k: kept[k] for k in BYTETRACK_KEYS} | {"tracker_type": "bytetrack"})
     return TrackerConfig(**kept | {"tracker_type": "world"})
 
 
 def lift(
-    pose: CameraPose, boxes: np.ndarray, roots: np.ndarray, image_size: tuple[float, float], settings: dict[str, Any]
+    pose: CameraPose,
+    boxes: np.ndarray,
+    roots: np.ndarray,
+    image_size: tuple[float, float],
+    plane: GroundPlane | None,
+    settings: dict[str, Any],
 ) -> tuple[np.ndarray, np.ndarray]:
-    """World points (N, 3) and their covariances (N, 3, 3) of one camera frame's detections (``boxes``: N x 4
-    ``x, y, w, h``; ``roots``: N x 3, NaN where a detection has none). See the module docstring."""
-    centre = -pose.translation @ pose.rotation  # the camera centre in the world
-    x, y, w, h = boxes.T
-    rays = pose.camera.unproject(np.column_stack([x + w / 2, y + h / 2])) @ pose.rotation
-    rays /= np.linalg.norm(rays, axis=1, keepdims=True)
-    top = pose.camera.unproject(np.column_stack([x + w / 2, y])) @ pose.rotation
-    bottom = pose.camera.unproject(np.column_stack([x + w / 2, y + h])) @ pose.rotation
-    cosine = np.sum(top * bottom, axis=1) / (np.linalg.norm(top, axis=1) * np.linalg.norm(bottom, axis=1))
-    angle = np.arccos(np.clip(cosine, -1.0, 1.0))
-    by_size = float(settings["person_height_m"]) / (2 * np.tan(np.maximum(angle, 1e-6) / 2))
-    known = np.isfinite(roots).all(axis=1)
-    offset = np.where(known[:, None], roots - centre, 0.0)
-    distance = np.where(known, np.linalg.norm(offset, axis=1), np.maximum(by_size, MIN_DISTANCE_M))
-    along = np.where(known[:, None], offset / np.maximum(distance, 1e-9)[:, None], rays)
-    width, height = image_size
-    cut_high = (y <= 1.0) | (y + h >= height - 1.0)
-    cut = cut_high | (x <= 1.0) | (x + w >= width - 1.0)
-    fraction = np.where(known, float(settings["root_noise"]), np.where(cut_high, 1.0, float(settings["size_noise"])))
-    points = np.where(known[:, None], roots, centre + distance[:, None] * rays)
-    across = np.where(cut, CUT_BOX_STD * float(settings["person_height_m"]), BOX_CENTRE_STD_M) ** 2
-    length = np.maximum(fraction * distance, np.sqrt(across)) ** 2
-    outer = along[:, :, None] * along[:, None, :]
-    spread = across[:, None, None] * np.eye(3) + (length - across)[:, None, None] * outer
-    return points, spread
+    """World points (N, 3) and their covariances (N, 3, 3) of one camera frame's tracklet boxes (``boxes``: N x 4
+    ``x, y, w, h``; ``roots``: N x 3, the metric roots of the detections they come from, NaN where none): placed as
+    every box is (``egoeval.egohumans.trackers.placement.place``), the root the per-camera tracker placed ignored
+    but for metric roots of the user's own detections (a linked ByteTrack run has none)."""
+    return place(pose, boxes, roots, image_size, plane, Priors.of(settings))
 
 
 def _points(
-    tables: dict[str, pd.DataFrame], frames: pd.DataFrame, cameras: dict[str, dict[int, CameraPose]], settings: dict
+    tables: dict[str, pd.DataFrame],
+    frames: pd.DataFrame,
+    cameras: dict[str, dict[int, CameraPose]],
+    plane: GroundPlane | None,
+    settings: dict,
 ) -> pd.DataFrame:
     """Every box of every camera's tracklets: camera, tracklet, time stamp, row (in its table) and its world point
     and covariance (NaN where its frame has no pose)."""
@@ -115,13 +103,14 @@ def _points(
             raise InputError(sequence, "a box on a frame the images table does not have", row=f"frame {missing}")
         points, spreads = np.full((len(table), 3), np.nan), np.full((len(table), 3, 3), np.nan)
         boxes = table[["x", "y", "w", "h"]].to_numpy(np.float64)
-        roots = table.reindex(columns=ROOT_COLUMNS).to_numpy(np.float64)
+        roots = table.reindex(columns=METRIC_COLUMNS).to_numpy(np.float64)
         for f in np.unique(frame):
             pose = cameras.get(sequence, {}).get(int(f))
             if pose is None:
                 continue  # no pose for this frame: its boxes cannot be placed
             rows = np.flatnonzero(frame == f)
-            points[rows], spreads[rows] = lift(pose, boxes[rows], roots[rows], size[(sequence, int(f))], settings)
+            size_here = size[(sequence, int(f))]
+            points[rows], spreads[rows] = lift(pose, boxes[rows], roots[rows], size_here, plane, settings)
         parts.append(
             pd.DataFrame(
                 {
@@ -268,20 +257,22 @@ def link_views(
     tables: dict[str, pd.DataFrame],
     frames: pd.DataFrame,
     cameras: dict[str, dict[int, CameraPose]],
+    plane: GroundPlane | None,
 ) -> dict[str, pd.DataFrame]:
-    """One take: each camera's tracklets (``tables``: sequence -> the world tracker's MOTChallenge table, with
-    ROOT_COLUMNS) linked into people. ``frames``: the take's images (sequence, frame, time_stamp, width, height);
-    ``cameras``: sequence -> frame -> pose. Returns each sequence's table (OUTPUT_COLUMNS) with global ids and
-    roots."""
+    """One take: each camera's tracklets (``tables``: sequence -> the per-camera tracker's MOTChallenge table, with
+    METRIC_COLUMNS: the metric roots of the user's detections, NaN where none) linked into people. ``frames``: the
+    take's images (sequence, frame, time_stamp, width, height); ``cameras``: sequence -> frame -> pose; ``plane``:
+    the take's ground. Returns each sequence's table (OUTPUT_COLUMNS) with global ids and roots."""
     sequences = sorted(tables)
-    boxes = _points(tables, frames, cameras, settings)
+    boxes = _points(tables, frames, cameras, plane, settings)
     if boxes.empty:
         return {name: pd.DataFrame(columns=OUTPUT_COLUMNS) for name in sequences}
     group = link(boxes, float(settings["gate_probability"]))
     key = _keys(boxes)
     person = np.array([group[int(k)] for k in key], dtype=np.int64)
-    continues = _rejoined(_fused(boxes, person), settings)
-    person = np.array([continues.get(int(p), int(p)) for p in person], dtype=np.int64)
+    if settings["tracker_type"] == "multiview":  # the linked baseline stops at linking across cameras
+        continues = _rejoined(_fused(boxes, person), settings)
+        person = np.array([continues.get(int(p), int(p)) for p in person], dtype=np.int64)
     first = pd.DataFrame({"person": person, "t": boxes["time_stamp"].to_numpy(np.int64), "key": key})
     first = first.groupby("person").min()
     numbering = {p: k + 1 for k, p in enumerate(first.sort_values(["t", "key"], kind="stable").index)}
@@ -299,16 +290,17 @@ def link_views(
 
 
 def check_views(name: str, images: pd.DataFrame) -> None:
-    """The multi-view tracker needs every image's take, camera and time stamp (fetch's images table)."""
+    """A tracker that places people by their takes' ground (world) or tracks whole takes (multiview, linked) needs
+    every image's take, camera and time stamp (fetch's images table)."""
     missing = [c for c in ("take", "camera", "time_stamp") if c not in images.columns]
     if missing:
-        raise InputError(PARAMS_FILE, f"egohumans.track.config.{name}: the multi-view tracker needs {missing} (fetch)")
+        raise InputError(PARAMS_FILE, f"egohumans.track.config.{name}: the tracker needs {missing} (fetch)")
     unplaced = images[(images["take"] == "") | images["time_stamp"].isna()]
     if len(unplaced):
         row = unplaced.iloc[0]
         raise InputError(
             row["sequence"],
-            "the multi-view tracker needs every image's take, camera and time_stamp (file names laid out as the "
+            f"tracker {name!r} needs every image's take, camera and time_stamp (file names laid out as the "
             "official download: <big>/<seq>/ego/ariaXX/... or .../exo/camXX/...)",
             row=f"frame {row['frame']}",
         )

@@ -1,20 +1,22 @@
 """World-frame tracking, EgoHumans' SimpleBaseline idea: a Kalman filter on each person's 3D root in world coordinates.
 
-Where the detections carry metric 3D roots (the user's own: the world columns of det.txt, a detector with depth;
-never the released pickle's ``roots_3d``, which hold a pixel and a relative depth), a person standing still stays
+Each box's person is placed in the world frame from what the download gives (``egoeval.egohumans.trackers.placement``:
+its foot on the ground plane the wearers' own trajectories give, its height under a person-height prior, and the
+metric roots only the user's own detections carry, fused with their covariances), so a person standing still stays
 still in the world however the head turns or the wearer walks. Each
 track keeps a constant-velocity Kalman filter on its root (x, y, z and their velocities, metres and metres per
 frame). Before association its box is placed where the predicted root projects in the current camera (the full
 pose: rotation and translation), at the height its depth implies, keeping the box's offset from the projected root;
 ByteTrack's association (ultralytics, unchanged: high-score pass on IoU with score fusion, low-score pass on IoU,
 unconfirmed tracks) then matches, and the first pass rules out pairs whose roots disagree beyond the filter's
-``gate_probability`` (Mahalanobis distance, chi-square with 3 degrees of freedom). A track seen only without roots
-follows the ego-motion tracker's head-rotation warp (``egoeval.egohumans.trackers.egomotion``), which this tracker
-extends.
+``gate_probability`` (Mahalanobis distance with both covariances, chi-square with 3 degrees of freedom). A track
+seen only without a placed root (a frame without a pose) follows the ego-motion tracker's head-rotation warp
+(``egoeval.egohumans.trackers.egomotion``), which this tracker extends.
 
-Settings (``world.yaml`` beside this module): ByteTrack's, plus ``root_noise`` (a root's error as a fraction of its
-distance from the camera: monocular depth errs in proportion), ``walk_noise_m`` (the spread of a person's change of
-velocity per frame, metres per frame) and ``gate_probability``.
+Settings (``world.yaml`` beside this module): ByteTrack's, plus ``root_noise`` (a metric root's error as a fraction
+of its distance from the camera: monocular depth errs in proportion), ``walk_noise_m`` (the spread of a person's
+change of velocity per frame, metres per frame), ``gate_probability``, and placement's priors ``person_height_m``,
+``eye_height_m`` and ``size_noise``.
 """
 
 from __future__ import annotations
@@ -42,18 +44,20 @@ class RootFilter:
         self.process = shape @ shape.T * walk_noise_m**2
         self.observe = np.hstack([np.eye(3), np.zeros((3, 3))])
 
-    def initiate(self, root: np.ndarray, std: float) -> tuple[np.ndarray, np.ndarray]:
-        spreads = np.r_[np.full(3, std), np.full(3, START_SPEED_STD_M)]
-        return np.r_[root, np.zeros(3)], np.diag(spreads**2)
+    def initiate(self, root: np.ndarray, error: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """A new state at ``root`` (its (3, 3) covariance ``error``), standing still give or take START_SPEED_STD_M."""
+        covariance = np.diag(np.r_[np.zeros(3), np.full(3, START_SPEED_STD_M**2)])
+        covariance[:3, :3] = error
+        return np.r_[root, np.zeros(3)], covariance
 
-    def innovation(self, mean: np.ndarray, covariance: np.ndarray, std: float) -> tuple[np.ndarray, np.ndarray]:
-        """The predicted root and its covariance with a measurement error of ``std``."""
-        return mean[:3], self.observe @ covariance @ self.observe.T + np.eye(3) * std**2
+    def innovation(self, mean: np.ndarray, covariance: np.ndarray, error: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The predicted root and its covariance with a measurement of covariance ``error``."""
+        return mean[:3], self.observe @ covariance @ self.observe.T + error
 
     def update(
-        self, mean: np.ndarray, covariance: np.ndarray, root: np.ndarray, std: float
+        self, mean: np.ndarray, covariance: np.ndarray, root: np.ndarray, error: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
-        predicted, spread = self.innovation(mean, covariance, std)
+        predicted, spread = self.innovation(mean, covariance, error)
         gain = np.linalg.solve(spread, self.observe @ covariance).T  # P H^T S^-1 (S and P symmetric)
         return mean + gain @ (root - predicted), covariance - gain @ spread @ gain.T
 
@@ -62,22 +66,13 @@ class RootFilter:
         return means @ self.motion.T, self.motion @ covariances @ self.motion.T + self.process
 
     def squared_distances(
-        self, means: np.ndarray, covariances: np.ndarray, roots: np.ndarray, stds: np.ndarray
+        self, means: np.ndarray, covariances: np.ndarray, roots: np.ndarray, errors: np.ndarray
     ) -> np.ndarray:
-        """(K, N) squared Mahalanobis distances of N roots, each with its own error, from K predictions
-        ((K, 6) means, (K, 6, 6) covariances)."""
-        errors = (np.asarray(stds, dtype=np.float64) ** 2)[None, :, None, None] * np.eye(3)
-        spreads = covariances[:, None, :3, :3] + errors
+        """(K, N) squared Mahalanobis distances of N roots, each with its own (3, 3) error covariance (``errors``:
+        (N, 3, 3)), from K predictions ((K, 6) means, (K, 6, 6) covariances)."""
+        spreads = covariances[:, None, :3, :3] + errors[None]
         gaps = roots[None, :, :] - means[:, None, :3]
         return np.einsum("kni,kni->kn", gaps, np.linalg.solve(spreads, gaps[..., None])[..., 0])
-
-
-def root_errors(roots: np.ndarray, camera: CameraPose | None, fraction: float) -> np.ndarray:
-    """(N, 3) roots' measurement errors: ``fraction`` of each one's distance from the camera (5 cm at least)."""
-    if camera is None:
-        return np.full(len(roots), MIN_ROOT_STD_M)
-    distances = np.linalg.norm(camera.to_camera(roots), axis=1)
-    return np.maximum(MIN_ROOT_STD_M, fraction * np.nan_to_num(distances))
 
 
 def make_world_tracker(settings: Any) -> Any:
@@ -96,7 +91,7 @@ def world_tracker_class() -> type:
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.root: np.ndarray = np.full(3, np.nan)  # this detection's root, when the track is a detection
-            self.root_error = MIN_ROOT_STD_M
+            self.root_error = np.eye(3) * MIN_ROOT_STD_M**2  # its covariance
             self.camera: CameraPose | None = None  # this detection's frame's camera
             self.world: tuple[np.ndarray, np.ndarray] | None = None
             self.anchor: tuple[np.ndarray, float, float] | None = None  # box centre offset / height, height, depth
@@ -140,10 +135,10 @@ def world_tracker_class() -> type:
 
         def init_track(self, results: Any, img: Any = None) -> list:
             tracks = super().init_track(results, img)
-            roots = np.asarray(getattr(results, "root", np.full((len(tracks), 3), np.nan)), dtype=np.float64)
-            errors = root_errors(roots, self.camera, float(self.args.root_noise))
+            roots = np.asarray(results.root, dtype=np.float64)
+            errors = np.nan_to_num(np.asarray(results.root_error, dtype=np.float64)) + np.eye(3) * MIN_ROOT_STD_M**2
             for track, root, error in zip(tracks, roots, errors, strict=True):
-                track.root, track.root_error = root, float(error)
+                track.root, track.root_error = root, error
                 track.camera = self.camera
                 track.filter = self.root_filter
             return tracks

@@ -146,7 +146,7 @@ def test_the_track_stage_gives_it_the_take_floor_from_the_wearer(tmp_path: Path,
     rootless = detections.assign(sequence="s", **{c: np.nan for c in ROOT_COLUMNS})
     write_parquet(tmp_path / "gt.parquet", rootless)
     config = TrackerConfig(**packaged_trackers()["world"])
-    assert track("w", config, tmp_path / "gt.parquet", fetched, tmp_path / "tracks") > 0
+    assert track("w", config, tmp_path / "gt.parquet", fetched, tmp_path / "tracks", tmp_path) > 0
     tracks = read_mot(tmp_path / "tracks" / "s.txt", kind="pred")
     assert tracks["id"].nunique() == 1
     points = pd.read_parquet(tmp_path / "tracks" / "world.parquet")

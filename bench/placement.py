@@ -176,10 +176,11 @@ def tracker_scores(work: Path) -> dict[str, dict[str, float]]:
     MOTA and multi-camera IDF1 (percentages), from the track and score stages' library functions."""
     params = load_settings(work / "params.yaml").egohumans
     fetched, tracks = work / "data/egohumans/fetched", work / "data/egohumans/tracks"
+    data_root = work / params.fetch.path  # frames are read only inside it
     for name in params.track.trackers:
         for mode in MODES:
             detections = work / f"data/egohumans/detections/{mode}.parquet"
-            track(name, params.track.config[name], detections, fetched, tracks / f"{name}-{mode}")
+            track(name, params.track.config[name], detections, fetched, tracks / f"{name}-{mode}", data_root)
     gt, runs = read_runs(fetched / "gt", tracks, run_names(params))
     results = score_runs(gt, runs, params.score)
     crossview = cross_view_runs(params, gt, runs, fetched, tracks)

@@ -602,7 +602,7 @@ def _read_ground_truth(doc: dict[str, Any], path: Path, images: pd.DataFrame, vi
         (lambda: ~np.isin(categories, category_ids), lambda i: f"unknown category id {categories[i]}"),
         (lambda: (boxes[:, 2] < 0) | (boxes[:, 3] < 0), lambda i: f"negative box size {boxes[i, 2:].tolist()}"),
         (
-            lambda: ~np.isfinite(boxes[:, :2] + boxes[:, 2:]).all(axis=1),
+            lambda: ~np.isfinite(_far_corners(boxes)).all(axis=1),
             lambda i: f"the box's far corner (x + w, y + h) is beyond a float: {boxes[i].tolist()}",
         ),
         (lambda: instances < 0, lambda i: f"instance_id {instances[i]} is negative (a person's id is >= 0)"),
@@ -780,6 +780,12 @@ def read_aria_calibration(path: str | os.PathLike[str], camera: str) -> tuple[li
 # ----------------------------------------------------------------------------------------- detections
 
 
+def _far_corners(boxes: np.ndarray) -> np.ndarray:
+    """x + w and y + h of (x, y, w, h) rows; a sum beyond a float is inf, without an overflow warning (it is checked)."""
+    with np.errstate(over="ignore"):
+        return boxes[:, :2] + boxes[:, 2:]
+
+
 def _validated_detections(df: pd.DataFrame, path: Path, row_of: Callable[[int], Any] | None = None) -> pd.DataFrame:
     """Check NaN, negative sizes, frames < 1, half-given roots and infinite released depths; name the offending row
     (``row_of(i)`` or the 0-based index). Root columns or ``released_depth`` absent from ``df`` are NaN."""
@@ -796,7 +802,7 @@ def _validated_detections(df: pd.DataFrame, path: Path, row_of: Callable[[int], 
     known = np.isfinite(roots)
     for check, message in (
         (~np.isfinite(values).all(axis=1), "NaN or infinity in a detection"),
-        (~np.isfinite(values[:, 1:3] + values[:, 3:5]).all(axis=1), "the box's far corner (x + w, y + h) is infinite"),
+        (~np.isfinite(_far_corners(values[:, 1:5])).all(axis=1), "the box's far corner (x + w, y + h) is infinite"),
         ((values[:, 3] < 0) | (values[:, 4] < 0), "negative box size"),
         ((values[:, 0] < 1) | (values[:, 0] != np.round(values[:, 0])), "frame must be an integer >= 1"),
         (known.any(axis=1) & ~known.all(axis=1), "a 3D root must be three finite numbers, or none"),

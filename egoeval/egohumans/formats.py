@@ -781,7 +781,7 @@ def read_aria_calibration(path: str | os.PathLike[str], camera: str) -> tuple[li
 
 
 def _far_corners(boxes: np.ndarray) -> np.ndarray:
-    """x + w and y + h of (x, y, w, h) rows; a sum beyond a float is inf, without an overflow warning (it is checked)."""
+    """x + w and y + h of (x, y, w, h) rows; beyond a float they are inf, with no overflow warning (it is checked)."""
     with np.errstate(over="ignore"):
         return boxes[:, :2] + boxes[:, 2:]
 

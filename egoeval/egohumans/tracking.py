@@ -117,6 +117,9 @@ def track_sequence(
     roots = metric.copy()  # where each box's person is placed (the world tracker), else its metric root
     errors = np.full((len(roots), 3, 3), np.nan)
     bounds = np.searchsorted(frame_of, np.arange(1, length + 2))
+    places = places_people(config)
+    priors = Priors.of(config.model_dump()) if places else None
+    plane, size = ground if ground is not None else (None, (np.inf, np.inf))
     rows = []
     for frame in range(1, length + 1):
         lo, hi = bounds[frame - 1], bounds[frame]
@@ -128,9 +131,7 @@ def track_sequence(
             image = reader()
         if cameras is not None and hasattr(tracker, "camera"):
             tracker.camera = cameras.get(frame)
-        if places_people(config) and tracker.camera is not None and hi > lo:
-            plane, size = ground if ground is not None else (None, (np.inf, np.inf))
-            priors = Priors.of(config.model_dump())
+        if places and tracker.camera is not None and hi > lo:
             roots[lo:hi], errors[lo:hi] = place(tracker.camera, corners[lo:hi], metric[lo:hi], size, plane, priors)
         boxes = Boxes(xywh[lo:hi], conf[lo:hi], np.zeros(hi - lo, dtype=np.float32), roots[lo:hi], errors[lo:hi])
         out = tracker.update(boxes, image)

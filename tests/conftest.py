@@ -75,6 +75,32 @@ def video_factory(tmp_path: Path):
     return make
 
 
+def official_annotation(
+    doc: dict[str, Any], image_id: int, video_id: int, person: int, bbox: list[int], area: int, camera: str, stamp: int
+) -> dict[str, Any]:
+    """One ``annotations`` record of ``doc`` as the official conversion (coco_add_to) writes it for an ego rgb image
+    (the next id; no occlusion flags, visibility 1.0)."""
+    return {
+        "id": len(doc["annotations"]),
+        "image_id": image_id,
+        "video_id": video_id,
+        "category_id": 0,
+        "instance_id": person,
+        "bbox": bbox,
+        "area": area,
+        "occluded": False,
+        "truncated": False,
+        "iscrowd": False,
+        "ignore": False,
+        "is_vid_train_frame": True,
+        "visibility": 1.0,
+        "human_name": f"aria{person:02d}",
+        "camera_name": camera,
+        "camera_mode": "rgb",
+        "time_stamp": stamp,
+    }
+
+
 def copy_repo(destination: Path) -> Path:
     """A fresh-clone-like copy of this repository (tracked and untracked-not-ignored files) with its own git."""
     listed = subprocess.run(

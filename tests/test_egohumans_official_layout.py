@@ -22,7 +22,7 @@ import cv2
 import numpy as np
 import pytest
 import yaml
-from conftest import copy_repo, dvc, tool_env, write_params
+from conftest import copy_repo, dvc, official_annotation, tool_env, write_params
 
 from egoeval.egohumans.official_conversion import released_root
 
@@ -78,27 +78,8 @@ def build_official_download(root: Path, frames: int = 12) -> None:
             boxes = []
             for person in people:
                 x, y, w, h = _box(t, person)
-                doc["annotations"].append(
-                    {
-                        "id": len(doc["annotations"]),
-                        "image_id": image_id,
-                        "video_id": video_id,
-                        "category_id": 0,
-                        "instance_id": person,
-                        "bbox": [x, y, w, h],
-                        "area": w * h,
-                        "occluded": False,
-                        "truncated": False,
-                        "iscrowd": False,
-                        "ignore": False,
-                        "is_vid_train_frame": True,
-                        "visibility": 1.0,
-                        "human_name": f"aria{person:02d}",
-                        "camera_name": aria,
-                        "camera_mode": "rgb",
-                        "time_stamp": t,
-                    }
-                )
+                record = official_annotation(doc, image_id, video_id, person, [x, y, w, h], w * h, aria, t)
+                doc["annotations"].append(record)
                 boxes.append(np.array([x, y, x + w, y + h, 1.0]).reshape(1, -1))
             detections["det_bboxes"][file_name] = [np.concatenate(boxes, axis=0)]
             detections["keypoints_3d"][file_name] = [np.zeros((len(boxes), 17, 4))]

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import dvc
+from conftest import dvc, official_annotation
 from oracle_env import MotmetricsOracle, assert_equal_to_oracle
 
 from egoeval.egohumans import crossview, fetching, scoring, tracking
@@ -770,27 +770,11 @@ def _official_conversion_root(pipeline: Path, dest: Path, annotation_boxes_in_pi
         rows, roots = [], []
         for _, human, box, _ in people:
             x, y, w, h = annotation_bbox(box)
-            doc["annotations"].append(
-                {
-                    "id": len(doc["annotations"]),
-                    "image_id": image_id,
-                    "video_id": image["video_id"],
-                    "category_id": 0,
-                    "instance_id": int(human.replace("aria", "")),
-                    "bbox": [x, y, w, h],
-                    "area": int(box[2] * box[3]),
-                    "occluded": False,
-                    "truncated": False,
-                    "iscrowd": False,
-                    "ignore": False,
-                    "is_vid_train_frame": True,
-                    "visibility": 1.0,
-                    "human_name": human,
-                    "camera_name": row["camera"],
-                    "camera_mode": "rgb",
-                    "time_stamp": int(row["time_stamp"]),
-                }
+            person, area = int(human.replace("aria", "")), int(box[2] * box[3])
+            record = official_annotation(
+                doc, image_id, image["video_id"], person, [x, y, w, h], area, row["camera"], int(row["time_stamp"])
             )
+            doc["annotations"].append(record)
             if annotation_boxes_in_pickle:  # as if pose_to_bbox had given the annotation's integers
                 box = (x, y, w, h)
             rows.append(released_bbox(box))

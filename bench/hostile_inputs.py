@@ -180,7 +180,7 @@ def best_of(repeats: int, call: Any) -> float:
 
 def run() -> dict[str, Any]:
     from egoeval.egohumans.formats import load_pickle
-    from egoeval.io import read_json
+    from egoeval.io.bounded import read_json
 
     folder = OUT / "hostile_inputs"
     hostile = {}

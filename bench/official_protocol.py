@@ -19,7 +19,7 @@ import pandas as pd
 
 from bench import OUT, save
 from bench.score_tracks import FRAMES, make_sequence
-from egoeval.io import sha256_file, sha256_files
+from egoeval.io.manifest import sha256_file, sha256_files
 from egoeval.tracking.motmetrics import eval_mot
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))

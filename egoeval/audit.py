@@ -49,17 +49,9 @@ from egoeval.cache import (
 )
 from egoeval.errors import InputError
 from egoeval.findings import Findings, compare_numbers
-from egoeval.io import flatten_dotted
-from egoeval.pipeline import (
-    StageInfo,
-    benchmark_metrics,
-    copy_workspace,
-    pinned_output,
-    pipeline_stages,
-    read_lock,
-    with_upstream,
-)
-from egoeval.reported import read_metrics
+from egoeval.io.dvc_lock import read_lock
+from egoeval.pipeline import StageInfo, benchmark_metrics, copy_workspace, pinned_output, pipeline_stages, with_upstream
+from egoeval.reported import flatten_dotted, read_metrics
 from egoeval.stage import command_env, help_text
 
 # ------------------------------------------------------------------------------------ 1. the workspace vs dvc.lock

@@ -90,7 +90,7 @@ def check_params(argv: list[str]) -> int:
     It lives here, not in egoeval.settings, so that its `--help` does not import pydantic."""
     import argparse
 
-    from egoeval.io import PARAMS_FILE
+    from egoeval.settings import PARAMS_FILE
 
     parser = argparse.ArgumentParser(prog="egoeval check-params", description=check_params.__doc__.splitlines()[0])
     parser.add_argument("params", type=Path, nargs="?", default=PARAMS_FILE, help="default: ./params.yaml")

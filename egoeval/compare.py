@@ -12,8 +12,9 @@ from pathlib import Path
 
 from egoeval.benchmarks import Benchmark, registry
 from egoeval.errors import InputError
-from egoeval.io import PARAMS_FILE, read_json
+from egoeval.io.bounded import read_json
 from egoeval.reported import read_metrics
+from egoeval.settings import PARAMS_FILE
 from egoeval.stage import help_text
 
 

@@ -23,10 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from egoeval.errors import InputError
-from egoeval.io import read_bounded
+from egoeval.io.dvc_lock import read_lock
 
 ROLES = ("input", "compute")
 
@@ -199,22 +197,6 @@ def stage_state(root: str | os.PathLike[str], name: str) -> StageState:
             (params if isinstance(dep, ParamsDependency) else deps)[path] = value
         fingerprint = {"stage": name, "cmd": stage.cmd, "deps": deps, "params": params}
         return StageState(key=cache_key(fingerprint), changed=bool(stage.changed()), fingerprint=fingerprint)
-
-
-def read_lock(root: str | os.PathLike[str]) -> dict[str, Any]:
-    """dvc.lock's stages (``{}`` before the first run); InputError naming dvc.lock when it is not a lock file (e.g.
-    truncated), before DVC reads it and fails with a traceback."""
-    path = Path(root) / "dvc.lock"
-    if not path.exists():
-        return {}
-    try:
-        lock = yaml.safe_load(read_bounded(path).decode("utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as error:
-        raise InputError(path, f"not valid YAML (truncated or edited?): {error}; restore it from git") from None
-    stages = (lock or {}).get("stages", {}) if isinstance(lock, dict) or lock is None else None
-    if not isinstance(stages, dict) or not all(isinstance(entry, dict) for entry in stages.values()):
-        raise InputError(path, "not a DVC lock file ({schema: '2.0', stages: {stage: ...}}); restore it from git")
-    return stages
 
 
 def _hash_of(entry: dict[str, Any]) -> str | None:

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from egoeval.benchmarks import registry
-from egoeval.io import atomic_write_text, check_output
+from egoeval.io.atomic import atomic_write_text
+from egoeval.io.commit import check_output
 from egoeval.stage import help_text, run_stage
 
 OUT = Path("reports/index.html")

@@ -14,9 +14,19 @@ from pathlib import Path
 from typing import Any
 
 from egoeval.errors import InputError
-from egoeval.io import read_json
+from egoeval.io.bounded import read_json
 
 INTERVAL_KEY = "ci95"  # a bootstrap interval [low, high]
+
+
+def flatten_dotted(obj: Any, prefix: str = "") -> dict[str, Any]:
+    """Leaves of nested dicts by dotted key (``{"a": {"b": 1}}`` -> ``{"a.b": 1}``); an empty dict is a leaf."""
+    if isinstance(obj, dict) and obj:
+        flat: dict[str, Any] = {}
+        for key, value in obj.items():
+            flat.update(flatten_dotted(value, f"{prefix}.{key}" if prefix else str(key)))
+        return flat
+    return {prefix: obj}
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The thin CLI shell every stage shares: exit codes that say whether a retry can help, and a prompt stop.
 
 Every stage first rolls back an output commit a killed run left half done and removes what it left
-(``egoeval.io.recover_outputs``), then checks params.yaml whole.
+(``egoeval.io.commit.recover_outputs``), then checks params.yaml whole.
 
 A stage stopped by SIGINT (Ctrl-C) or SIGTERM stops at once: what it had staged is removed (the last good outputs
 stay), one line says what was kept, and it exits 128 + the signal's number without waiting for calls in flight.
@@ -32,7 +32,8 @@ from egoeval.errors import (
     TransientFailure,
     os_error_exit,
 )
-from egoeval.io import PARAMS_FILE, recover_outputs
+from egoeval.io.commit import recover_outputs
+from egoeval.settings import PARAMS_FILE
 
 KEPT: list[Callable[[], str]] = []
 """What an interrupted run keeps beyond the last good outputs: each returns a phrase, or "" when it kept nothing (the

@@ -35,7 +35,8 @@ from prefect.settings import (
 )
 
 from egoeval.errors import InputError, Interrupted
-from egoeval.io import json_bytes, outputs_together
+from egoeval.io.atomic import json_bytes
+from egoeval.io.commit import outputs_together
 from egoeval.pipeline import lock_snapshot, pipeline_stages, stage_state
 from egoeval.settings import FlowsSettings
 from egoeval.stage import signals_interrupt

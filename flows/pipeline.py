@@ -37,7 +37,7 @@ from prefect.states import Completed, Failed, State
 from prefect.tasks import exponential_backoff
 
 from egoeval.errors import EXIT_BAD_INPUT, EXIT_TRANSIENT, InputError, TransientFailure
-from egoeval.io import atomic_write_text
+from egoeval.io.atomic import atomic_write_text
 from egoeval.pipeline import (
     StageInfo,
     benchmark_metrics,

@@ -14,8 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from egoeval.io import flatten_dotted
-from egoeval.reported import Metric, MetricChange, compare, flatten_metrics
+from egoeval.reported import Metric, MetricChange, compare, flatten_dotted, flatten_metrics
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from egoeval.io import atomic_write_text
+from egoeval.io.atomic import atomic_write_text
 from egoeval.stage import run_stage
 
 CHECKED = Path("data/params.checked")

@@ -21,7 +21,8 @@ from hypothesis.extra import numpy as hnp
 
 from egoeval.egohumans.formats import load_pickle
 from egoeval.errors import InputError
-from egoeval.io import MAX_DEPTH, data_file, data_roots, json_depth, read_json, read_text
+from egoeval.io.bounded import MAX_DEPTH, json_depth, read_json, read_text
+from egoeval.io.paths import data_file, data_roots
 
 JSON_VALUES = st.recursive(
     st.none()

@@ -25,7 +25,7 @@ from egoeval.egonormia.published import (
 )
 from egoeval.egonormia.scoring import score_official
 from egoeval.errors import InputError
-from egoeval.io import sha256_file
+from egoeval.io.manifest import sha256_file
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data"

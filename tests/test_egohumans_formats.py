@@ -32,7 +32,7 @@ from egoeval.egohumans.official_conversion import (
     released_root,
 )
 from egoeval.errors import InputError
-from egoeval.io import write_parquet
+from egoeval.io.atomic import write_parquet
 
 
 class _Touch:

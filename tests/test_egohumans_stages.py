@@ -41,7 +41,8 @@ from egoeval.egohumans.official_conversion import (
 from egoeval.egohumans.settings import DetectSettings, FetchSettings, SampleSettings, ScoreSettings, TrackerConfig
 from egoeval.egohumans.views import read_annotations, read_pose_file
 from egoeval.errors import InputError
-from egoeval.io import data_roots, read_manifest, verify_manifest, write_manifest
+from egoeval.io.manifest import read_manifest, verify_manifest, write_manifest
+from egoeval.io.paths import data_roots
 from egoeval.settings import validate_params
 from egoeval.tracking.mot import read_mot, write_mot
 from stages.egohumans import detect, fetch, sample, score, track

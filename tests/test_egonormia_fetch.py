@@ -29,7 +29,7 @@ from egoeval.egonormia.schema import (
 )
 from egoeval.egonormia.settings import FetchSettings
 from egoeval.errors import InputError
-from egoeval.io import read_manifest, write_manifest
+from egoeval.io.manifest import read_manifest, write_manifest
 from egoeval.settings import load_settings
 from stages.egonormia.fetch import fetch, write_folder_manifest
 from stages.egonormia.sample import render_sample

@@ -30,7 +30,7 @@ from egoeval.egonormia.hub import download_hf
 from egoeval.egonormia.schema import SHIPPED_SPLIT, verified_ids
 from egoeval.egonormia.settings import FetchSettings, FramesSettings
 from egoeval.errors import InputError
-from egoeval.io import sha256_file
+from egoeval.io.manifest import sha256_file
 from stages.egonormia.fetch import fetch, write_folder_manifest
 
 REPO = Path(__file__).resolve().parents[1]

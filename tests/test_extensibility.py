@@ -101,7 +101,7 @@ BENCHMARK = Toy()
 ''',
 }
 TOY_PARAMS = {"threshold": 0.35, "published": {"toy-model": 55.25}, "report": {"title": "Toy results"}}
-SHARED = ["egoeval/benchmarks.py", "egoeval/settings", "egoeval/stage.py", "egoeval/io.py", "egoeval/errors.py"]
+SHARED = ["egoeval/benchmarks.py", "egoeval/settings", "egoeval/stage.py", "egoeval/io", "egoeval/errors.py"]
 
 
 def _git(root: Path, *args: str) -> str:

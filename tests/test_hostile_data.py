@@ -34,7 +34,8 @@ import yaml
 from conftest import EGOEVAL, TEST_DATA, tool_env, write_params
 from PIL import Image
 
-from egoeval.io import MAX_INPUT_BYTES, read_manifest, sha256_file
+from egoeval.io.bounded import MAX_INPUT_BYTES
+from egoeval.io.manifest import read_manifest, sha256_file
 
 bad_input = pytest.mark.bad_input
 ANNOTATION = "benchmark/sample/all/coco_track/tracking_ego_rgb.json"

@@ -23,7 +23,7 @@ from egoeval.egohumans.trackers.placement import GroundPlane
 from egoeval.egohumans.trackers.world import RootFilter
 from egoeval.egohumans.tracking import track, track_sequence
 from egoeval.errors import InputError, ParamsError
-from egoeval.io import write_parquet
+from egoeval.io.atomic import write_parquet
 from egoeval.settings import validate_params
 from egoeval.tracking.mot import read_mot
 

@@ -20,7 +20,7 @@ import pandas as pd
 
 from egoeval.egohumans.artifacts import WORLD_POINTS
 from egoeval.errors import InputError
-from egoeval.io import read_parquet
+from egoeval.io.bounded import read_parquet
 from egoeval.markup import esc, table
 from egoeval.tracking.crossview import CameraView, CrossViewSettings, evaluate_take, summarize_takes
 from egoeval.tracking.mot import WORLD_COLUMNS

@@ -33,7 +33,10 @@ from egoeval.egohumans.formats import (
 )
 from egoeval.egohumans.settings import DetectSettings
 from egoeval.errors import InputError
-from egoeval.io import PARAMS_FILE, data_roots, read_json, read_parquet, write_parquet
+from egoeval.io.atomic import write_parquet
+from egoeval.io.bounded import read_json, read_parquet
+from egoeval.io.paths import data_roots
+from egoeval.settings import PARAMS_FILE
 from egoeval.tracking.mot import read_mot
 from egoeval.video import read_pinned_image
 

@@ -40,7 +40,7 @@ import numpy as np
 from egoeval.egohumans.formats import ROTATION_TOLERANCE, intrinsics_problem, load_pickle, rigid_problem
 from egoeval.egohumans.trackers.egomotion import CameraModel, CameraPose
 from egoeval.errors import InputError
-from egoeval.io import MAX_INPUT_BYTES, stream_lines
+from egoeval.io.bounded import MAX_INPUT_BYTES, stream_lines
 
 COLMAP_DIR = "colmap/workplace"  # under the take (<big>/<seq>)
 CAMERAS_FILE, IMAGES_FILE, TRANSFORMS_FILE = "cameras.txt", "images.txt", "colmap_from_aria_transforms.pkl"

@@ -65,18 +65,11 @@ from egoeval.egohumans.views import (
     world_roots,
 )
 from egoeval.errors import InputError
-from egoeval.io import (
-    PARAMS_FILE,
-    data_file,
-    data_roots,
-    inside,
-    read_manifest,
-    replaced_dir,
-    verify_manifest,
-    write_json,
-    write_manifest,
-    write_parquet,
-)
+from egoeval.io.atomic import write_json, write_parquet
+from egoeval.io.commit import replaced_dir
+from egoeval.io.manifest import read_manifest, verify_manifest, write_manifest
+from egoeval.io.paths import data_file, data_roots, inside
+from egoeval.settings import PARAMS_FILE
 from egoeval.tracking.mot import write_mot
 
 OUT_DIR = FETCHED

@@ -37,7 +37,8 @@ import pandas as pd
 
 from egoeval.egohumans.official_conversion import decode_released_roots
 from egoeval.errors import InputError
-from egoeval.io import MAX_DEPTH, MAX_ELEMENTS, read_bounded, read_json, read_parquet, read_text, relative_path_problem
+from egoeval.io.bounded import MAX_DEPTH, MAX_ELEMENTS, read_bounded, read_json, read_parquet, read_text
+from egoeval.io.paths import relative_path_problem
 from egoeval.tracking.mot import WORLD_COLUMNS
 
 GT_COLUMNS = ["frame", "id", "x", "y", "w", "h", "conf"]

@@ -22,8 +22,8 @@ import yaml
 from egoeval.egohumans.crossview import compare_lines
 from egoeval.egohumans.settings import CompareSettings
 from egoeval.errors import InputError
-from egoeval.io import PARAMS_FILE
 from egoeval.reported import Difference, Metric, flatten_metrics
+from egoeval.settings import PARAMS_FILE
 
 FIELDS = ("IDF1", "MOTA", "MOTP", "FP", "FN", "IDSW")
 COUNTS = ("FP", "FN", "IDSW")

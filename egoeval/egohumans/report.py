@@ -24,7 +24,9 @@ from egoeval.egohumans.artifacts import GT_DIR, IMAGES, METRICS_FILE, PAIRED_FIL
 from egoeval.egohumans.disagreement import Disagreement, match_frame, most_disputed
 from egoeval.egohumans.published import PublishedTable, mismatch, read_published
 from egoeval.errors import InputError
-from egoeval.io import data_roots, read_parquet, read_pinned
+from egoeval.io.bounded import read_parquet
+from egoeval.io.manifest import read_pinned
+from egoeval.io.paths import data_roots
 from egoeval.markup import data_uri, esc, fmt, paired_table, table
 from egoeval.paired import read_paired
 from egoeval.reported import read_metrics
@@ -162,7 +164,7 @@ def frame_panel(
 def _embedded_frame(
     path: Path, sha256: str, width: int, roots: tuple[Path, ...], images: Path, row: str
 ) -> tuple[str, tuple[int, int], float]:
-    """A frame (read as every pinned frame is, ``egoeval.io.read_pinned``: inside the data root ``roots``, its bytes
+    """A frame (read as every pinned frame is, ``egoeval.io.manifest.read_pinned``: inside the data root ``roots``, its bytes
     checked against the pinned ``sha256``; errors name the ``images`` table's ``row``) scaled down to at most
     ``width`` px as a JPEG data URI, its size and the scale applied."""
     data = read_pinned(path, sha256, roots, images, row)

@@ -16,8 +16,8 @@ from egoeval.egohumans import detection
 from egoeval.egohumans.artifacts import FETCHED
 from egoeval.egohumans.formats import DETECTION_COLUMNS, empty_detections, sort_detections
 from egoeval.egohumans.settings import DetectSettings
-from egoeval.io import PARAMS_FILE, write_parquet
-from egoeval.settings import benchmark_settings
+from egoeval.io.atomic import write_parquet
+from egoeval.settings import PARAMS_FILE, benchmark_settings
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 from egoeval.egohumans.evaluators import PROTOCOLS, evaluator
 from egoeval.errors import InputError
-from egoeval.io import check_output, write_json
+from egoeval.io.atomic import write_json
+from egoeval.io.commit import check_output
 
 if TYPE_CHECKING:
     from egoeval.tracking.mot import SeqInfo

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import AfterValidator, ConfigDict, Field, field_validator, model_validator
 
-from egoeval.io import relative_path_problem
+from egoeval.io.paths import relative_path_problem
 from egoeval.settings import BootstrapSettings, Fraction, NonEmptyStr, Section, Seed, unique_list
 
 DetectionMode = Literal["gt", "official", "file", "yolo"]

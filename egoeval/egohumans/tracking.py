@@ -35,7 +35,10 @@ from egoeval.egohumans.trackers.egomotion import CameraPose
 from egoeval.egohumans.trackers.multiview import METRIC_COLUMNS, check_views, link_views, local_settings
 from egoeval.egohumans.trackers.placement import GroundPlane, Priors, place, take_planes
 from egoeval.errors import InputError
-from egoeval.io import data_roots, read_json, read_parquet, replaced_dir, write_parquet
+from egoeval.io.atomic import write_parquet
+from egoeval.io.bounded import read_json, read_parquet
+from egoeval.io.commit import replaced_dir
+from egoeval.io.paths import data_roots
 from egoeval.tracking.mot import write_mot
 from egoeval.video import read_pinned_image
 

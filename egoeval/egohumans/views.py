@@ -45,7 +45,9 @@ from egoeval.egohumans.formats import (
 )
 from egoeval.egohumans.settings import FetchSettings
 from egoeval.errors import InputError
-from egoeval.io import PARAMS_FILE, data_file, read_bounded
+from egoeval.io.bounded import read_bounded
+from egoeval.io.paths import data_file
+from egoeval.settings import PARAMS_FILE
 
 VIEW_IMAGE = re.compile(
     r"^(?P<take>[^/].*?)/(?P<kind>ego|exo)/(?P<camera>(?:aria|cam)\d+)/images/(?:(?:rgb|left|right)/)?[^/]+$"

@@ -11,7 +11,8 @@ import pandas as pd
 import pyarrow as pa
 
 from egoeval.errors import InputError
-from egoeval.io import data_file, read_parquet
+from egoeval.io.bounded import read_parquet
+from egoeval.io.paths import data_file
 
 SETTINGS = ("blind", "pipeline", "video")  # what the model sees: options only, a scene description, frames
 SUBTASKS = ("action", "justification", "sensible")

@@ -200,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="egoeval estimate", description=help_text(__doc__))
     parser.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
     args = parser.parse_args(argv)
-    from egoeval.io import json_bytes
+    from egoeval.io.atomic import json_bytes
     from egoeval.stage import run_stage
 
     def body() -> None:

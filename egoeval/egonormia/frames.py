@@ -19,7 +19,8 @@ from tqdm import tqdm
 
 from egoeval.egonormia.settings import FramesSettings
 from egoeval.errors import InputError
-from egoeval.io import atomic_write_bytes, data_file
+from egoeval.io.atomic import atomic_write_bytes
+from egoeval.io.paths import data_file
 from egoeval.stage import die_with_parent
 from egoeval.video import encode_jpeg, frame_strip, read_sampled_frames
 

@@ -20,7 +20,7 @@ import pandas as pd
 from egoeval.egonormia.schema import DATASETS, PREV_STRIP, PREV_VIDEO, read_folder, select_clips
 from egoeval.egonormia.settings import FetchSettings
 from egoeval.errors import InputError, TransientFailure
-from egoeval.io import PARAMS_FILE
+from egoeval.settings import PARAMS_FILE
 
 HF_DIR = Path(".egoeval-cache/huggingface")
 DOWNLOAD_THREADS = 8

@@ -41,8 +41,8 @@ from egoeval.egonormia.artifacts import (
 from egoeval.egonormia.protocols import Answer, Ask, Clip, Conversation, Protocol, Scene, registry
 from egoeval.egonormia.settings import EgoNormiaSettings, InferSettings, ModelSpec
 from egoeval.errors import TransientFailure
-from egoeval.io import PARAMS_FILE, write_json
-from egoeval.settings import benchmark_settings
+from egoeval.io.atomic import write_json
+from egoeval.settings import PARAMS_FILE, benchmark_settings
 
 LEDGER_FILE = "ledger-egonormia_infer.json"
 """Beside the response cache: the last infer run's ledger per model (``ModelClient.ledger``). Not a DVC output: every

@@ -42,7 +42,7 @@ from typing import Any, TypeVar
 from egoeval.egonormia.result_names import setting_of
 from egoeval.egonormia.scoring import score_official
 from egoeval.errors import InputError
-from egoeval.io import write_json
+from egoeval.io.atomic import write_json
 from egoeval.reported import Difference, Metric
 
 PUBLISHED_FILE = Path(__file__).parent / "data" / "published.json"

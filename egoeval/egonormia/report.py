@@ -48,7 +48,7 @@ from egoeval.egonormia.published import (
     source_of,
 )
 from egoeval.errors import InputError
-from egoeval.io import read_csv, read_parquet
+from egoeval.io.bounded import read_csv, read_parquet
 from egoeval.markup import data_uri, esc, fmt, paired_table, table
 from egoeval.paired import read_paired
 from egoeval.reported import read_metrics

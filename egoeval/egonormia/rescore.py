@@ -12,7 +12,9 @@ import sys
 from pathlib import Path
 
 from egoeval.errors import InputError
-from egoeval.io import check_output, read_json, write_json
+from egoeval.io.atomic import write_json
+from egoeval.io.bounded import read_json
+from egoeval.io.commit import check_output
 from egoeval.stage import help_text
 
 

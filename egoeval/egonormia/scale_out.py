@@ -16,8 +16,8 @@ from egoeval.benchmarks import ScaleOut, budget_share, shard_of
 from egoeval.egonormia import inference
 from egoeval.egonormia.artifacts import RESPONSES
 from egoeval.egonormia.settings import ModelSpec
-from egoeval.io import PARAMS_FILE, write_parquet
-from egoeval.settings import benchmark_settings
+from egoeval.io.atomic import write_parquet
+from egoeval.settings import PARAMS_FILE, benchmark_settings
 
 RESPONSE_ORDER = ["id", "setting", "model", "subtask"]  # run_inference's row order (unique per row)
 

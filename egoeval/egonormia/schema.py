@@ -62,7 +62,9 @@ import pandas as pd
 import pyarrow as pa
 
 from egoeval.errors import InputError
-from egoeval.io import data_file, data_roots, read_json, read_parquet, relative_path_problem, write_parquet
+from egoeval.io.atomic import write_parquet
+from egoeval.io.bounded import read_json, read_parquet
+from egoeval.io.paths import data_file, data_roots, relative_path_problem
 
 N_OPTIONS = 5
 CATEGORIES = (

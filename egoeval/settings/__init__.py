@@ -20,7 +20,8 @@ import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 
 from egoeval.errors import ParamsError
-from egoeval.io import PARAMS_FILE
+
+PARAMS_FILE = Path("params.yaml")
 
 
 def _fraction(value: float) -> float:

@@ -20,7 +20,8 @@ import numpy as np
 import pandas as pd
 
 from egoeval.errors import InputError
-from egoeval.io import MAX_LINE_BYTES, atomic_write_text, long_line, read_bounded, read_text
+from egoeval.io.atomic import atomic_write_text
+from egoeval.io.bounded import MAX_LINE_BYTES, long_line, read_bounded, read_text
 
 COLUMNS = ["frame", "id", "x", "y", "w", "h", "conf"]
 WORLD_COLUMNS = ["root_x", "root_y", "root_z"]  # a box's world point (a person's 3D root, metres): world.parquet

@@ -59,7 +59,9 @@ from tqdm import tqdm
 from egoeval.egohumans.artifacts import SAMPLE
 from egoeval.egohumans.official_conversion import released_root
 from egoeval.egohumans.settings import SampleSettings
-from egoeval.io import replaced_dir, write_json, write_manifest
+from egoeval.io.atomic import write_json
+from egoeval.io.commit import replaced_dir
+from egoeval.io.manifest import write_manifest
 from egoeval.settings import benchmark_settings
 from egoeval.stage import run_stage
 

@@ -38,7 +38,9 @@ from egoeval.egohumans.head_speed import head_speed_table, head_speeds
 from egoeval.egohumans.paired import paired_table
 from egoeval.egohumans.scoring import headline_rows, read_runs, run_data, run_names, score_runs, sequence_table
 from egoeval.headline import write_rows
-from egoeval.io import json_bytes, outputs_together, read_parquet
+from egoeval.io.atomic import json_bytes
+from egoeval.io.bounded import read_parquet
+from egoeval.io.commit import outputs_together
 from egoeval.paired import csv_bytes
 from egoeval.settings import benchmark_settings
 from egoeval.stage import run_stage

@@ -15,8 +15,7 @@ from egoeval.egohumans.artifacts import DETECTIONS, FETCHED, TRACKS
 from egoeval.egohumans.formats import DETECTION_MODES
 from egoeval.egohumans.tracking import track
 from egoeval.errors import InputError
-from egoeval.io import PARAMS_FILE
-from egoeval.settings import benchmark_settings
+from egoeval.settings import PARAMS_FILE, benchmark_settings
 from egoeval.stage import run_stage
 
 OUT_DIR = TRACKS

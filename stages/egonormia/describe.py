@@ -31,7 +31,7 @@ from egoeval.egonormia.artifacts import (
 from egoeval.egonormia.protocols.egoeval import describe_request
 from egoeval.egonormia.settings import EgoNormiaSettings, ModelSpec
 from egoeval.errors import TransientFailure
-from egoeval.io import write_parquet
+from egoeval.io.atomic import write_parquet
 from egoeval.settings import benchmark_settings
 from egoeval.stage import run_stage
 

@@ -58,8 +58,11 @@ from egoeval.egonormia.schema import (
 )
 from egoeval.egonormia.settings import FetchSettings
 from egoeval.errors import InputError
-from egoeval.io import PARAMS_FILE, atomic_write_text, data_file, data_roots, replaced_dir, sha256_file, verify_manifest
-from egoeval.settings import benchmark_settings
+from egoeval.io.atomic import atomic_write_text
+from egoeval.io.commit import replaced_dir
+from egoeval.io.manifest import sha256_file, verify_manifest
+from egoeval.io.paths import data_file, data_roots
+from egoeval.settings import PARAMS_FILE, benchmark_settings
 from egoeval.stage import run_stage
 
 

@@ -17,7 +17,8 @@ import sys
 from egoeval.egonormia.artifacts import FETCHED, FRAMES, ITEMS, read_table
 from egoeval.egonormia.frames import extract_frames
 from egoeval.egonormia.settings import FramesSettings
-from egoeval.io import replaced_dir, write_parquet
+from egoeval.io.atomic import write_parquet
+from egoeval.io.commit import replaced_dir
 from egoeval.settings import benchmark_settings
 from egoeval.stage import run_stage
 

@@ -32,7 +32,7 @@ import sys
 
 from egoeval.egonormia.artifacts import BATCHES, BATCHES_NOTE, RESPONSES
 from egoeval.egonormia.inference import check_failures, inference_inputs, run_inference
-from egoeval.io import write_parquet
+from egoeval.io.atomic import write_parquet
 from egoeval.stage import run_stage
 
 

@@ -49,7 +49,9 @@ from egoeval.egonormia.protocols import recorded
 from egoeval.egonormia.result_names import results_key
 from egoeval.egonormia.scoring import CALL_FAILED, PARSE_FAILED
 from egoeval.errors import InputError
-from egoeval.io import json_bytes, outputs_together, parquet_bytes, read_parquet
+from egoeval.io.atomic import json_bytes, parquet_bytes
+from egoeval.io.bounded import read_parquet
+from egoeval.io.commit import outputs_together
 from egoeval.stage import run_stage
 
 ITEM_COLUMNS = ("id", "behaviors", "justifications", "correct_idx", "sensible_idx")

@@ -51,7 +51,8 @@ from egoeval.egonormia.positions import balance_positions, position_counts
 from egoeval.egonormia.schema import read_official_json, source_files
 from egoeval.egonormia.settings import SampleSettings
 from egoeval.errors import InputError
-from egoeval.io import atomic_write_text, write_manifest
+from egoeval.io.atomic import atomic_write_text
+from egoeval.io.manifest import write_manifest
 from egoeval.settings import benchmark_settings
 from egoeval.stage import run_stage
 

@@ -49,7 +49,9 @@ from egoeval.egonormia.scoring import Outcomes, category_accuracy, headline_rows
 from egoeval.egonormia.settings import ScoreSettings
 from egoeval.errors import InputError
 from egoeval.headline import write_rows
-from egoeval.io import json_bytes, outputs_together, read_parquet
+from egoeval.io.atomic import json_bytes
+from egoeval.io.bounded import read_parquet
+from egoeval.io.commit import outputs_together
 from egoeval.paired import csv_bytes
 from egoeval.settings import benchmark_settings
 from egoeval.stage import run_stage

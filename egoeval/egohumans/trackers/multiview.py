@@ -42,7 +42,7 @@ from egoeval.egohumans.trackers.egomotion import CameraPose
 from egoeval.egohumans.trackers.placement import GroundPlane, Priors, place
 from egoeval.egohumans.trackers.world import START_SPEED_STD_M
 from egoeval.errors import InputError
-from egoeval.io import PARAMS_FILE
+from egoeval.settings import PARAMS_FILE
 
 VELOCITY_STAMPS = 10  # a person's velocity at the end of a stretch: over its last this many time stamps
 OUTPUT_COLUMNS = ["frame", "id", "x", "y", "w", "h", "conf", *ROOT_COLUMNS]

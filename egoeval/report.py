@@ -88,6 +88,8 @@ def write_fragment(name: str) -> None:
 
 
 _FRAGMENT_KEYS = {"benchmark": str, "title": str, "order": int, "sections": list, "style": str, "script": str}
+_SECTION_KEYS = {"anchor": str, "label": str, "html": str}
+_KINDS = {str: "a string", int: "an integer", list: "a list"}
 
 
 def _checked(path: Path, where: str, data: Any, keys: dict[str, type]) -> dict[str, Any]:
@@ -99,7 +101,7 @@ def _checked(path: Path, where: str, data: Any, keys: dict[str, type]) -> dict[s
         raise InputError(path, f"{where}: keys missing {missing}, unknown {unknown} (a fragment holds {list(keys)})")
     for key, kind in keys.items():
         if not isinstance(data[key], kind) or isinstance(data[key], bool):
-            raise InputError(path, f"{where}.{key}: not a {kind.__name__}")
+            raise InputError(path, f"{where}.{key}: not {_KINDS[kind]}")
     return data
 
 
@@ -108,9 +110,8 @@ def read_fragment(path: Path) -> Fragment:
     data = _checked(path, "fragment", read_json(path), _FRAGMENT_KEYS)
     if data["benchmark"] != path.stem:
         raise InputError(path, f"fragment.benchmark: {data['benchmark']!r}, not the file's name {path.stem!r}")
-    fields = {"anchor": str, "label": str, "html": str}
     sections = [
-        ReportSection(**_checked(path, f"fragment.sections[{i}]", section, fields))
+        ReportSection(**_checked(path, f"fragment.sections[{i}]", section, _SECTION_KEYS))
         for i, section in enumerate(data["sections"])
     ]
     part = ReportPart(sections, data["style"], data["script"])

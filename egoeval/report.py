@@ -98,7 +98,7 @@ def _checked(path: Path, where: str, data: Any, keys: dict[str, type]) -> dict[s
         raise InputError(path, f"{where}: not a JSON object")
     if set(data) != set(keys):
         missing, unknown = sorted(set(keys) - set(data)), sorted(set(data) - set(keys))
-        raise InputError(path, f"{where}: keys missing {missing}, unknown {unknown} (a fragment holds {list(keys)})")
+        raise InputError(path, f"{where}: keys missing {missing}, unknown {unknown} (expected {list(keys)})")
     for key, kind in keys.items():
         if not isinstance(data[key], kind) or isinstance(data[key], bool):
             raise InputError(path, f"{where}.{key}: not {_KINDS[kind]}")

@@ -1,23 +1,31 @@
-"""``egoeval report``: one self-contained HTML page of every benchmark's results (also the DVC stage ``report``).
+"""``egoeval report``: one self-contained HTML page of every benchmark's results, assembled from their parts.
 
-The page is the shell; each registered benchmark (``egoeval.benchmarks``) writes its own sections, in registry order.
-Everything the page needs is inside it: CSS and a few lines of JavaScript inline, charts as inline SVG (matplotlib's
-SVG backend, ``egoeval.charts``), images as ``data:`` URIs. No network is needed to view it. The page is
-byte-identical for identical inputs.
+Each registered benchmark (``egoeval.benchmarks``) writes its own part, a ``ReportPart`` of sections, style and
+script: its DVC stage ``<name>_report`` (``stages/<name>/report.py``) keeps it as a fragment,
+``reports/fragments/<name>.json``, with the title and place the page gives the benchmark; the ``report`` stage
+(``stages/report.py``) assembles ``reports/index.html`` from the fragments present, in the registry's order, knowing
+no benchmark. ``egoeval report`` renders the same page straight from the workspace. Everything the page needs is
+inside it: CSS and a few lines of JavaScript inline, charts as inline SVG (matplotlib's SVG backend,
+``egoeval.charts``), images as ``data:`` URIs. No network is needed to view it. The page is byte-identical for
+identical inputs, whichever way it is rendered.
 """
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from egoeval.benchmarks import registry
-from egoeval.io.atomic import atomic_write_text
+from egoeval.benchmarks import Benchmark, ReportPart, ReportSection, benchmark, registry
+from egoeval.errors import InputError
+from egoeval.io.atomic import atomic_write_text, write_json
+from egoeval.io.bounded import read_json
 from egoeval.io.commit import check_output
 from egoeval.stage import help_text, run_stage
 
 OUT = Path("reports/index.html")
+FRAGMENTS = Path("reports/fragments")  # <benchmark>.json: each benchmark's part of the page (its report stage)
 STYLE = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1400px;padding:0 1.5rem
  2rem;color:#1d1d1f;line-height:1.4}
@@ -38,18 +46,101 @@ svg.chart{max-width:100%;height:auto}
 """
 
 
+@dataclass(frozen=True)
+class Fragment:
+    """A benchmark's part of the page, with what the page says of the benchmark: its title and its place (``order``,
+    then ``benchmark``: the registry's order)."""
+
+    benchmark: str
+    title: str
+    order: int
+    part: ReportPart
+
+    def to_json(self) -> dict[str, Any]:
+        """As its fragment file holds it."""
+        return {
+            "benchmark": self.benchmark,
+            "title": self.title,
+            "order": self.order,
+            "sections": [asdict(section) for section in self.part.sections],
+            "style": self.part.style,
+            "script": self.part.script,
+        }
+
+
+def benchmark_fragment(bench: Benchmark, root: Path, settings: Any) -> Fragment:
+    """``bench``'s part of the page for the workspace at ``root`` (``settings``: the validated params): the one place
+    a benchmark's ``report`` hook is called."""
+    return Fragment(bench.name, bench.title, bench.order, bench.report(root, settings))
+
+
+def fragment_path(name: str) -> Path:
+    """Where benchmark ``name``'s report stage keeps its part of the page."""
+    return FRAGMENTS / f"{name}.json"
+
+
+def write_fragment(name: str) -> None:
+    """Benchmark ``name``'s report stage: its part of the page for this workspace into
+    ``reports/fragments/<name>.json``."""
+    from egoeval.settings import load_settings  # pydantic: not for --help
+
+    fragment = benchmark_fragment(benchmark(name), Path("."), load_settings(only=name))
+    write_json(fragment_path(name), fragment.to_json())
+    print(f"{name}_report: wrote {fragment_path(name)}")
+
+
+_FRAGMENT_KEYS = {"benchmark": str, "title": str, "order": int, "sections": list, "style": str, "script": str}
+_SECTION_KEYS = {"anchor": str, "label": str, "html": str}
+_KINDS = {str: "a string", int: "an integer", list: "a list"}
+
+
+def _checked(path: Path, where: str, data: Any, keys: dict[str, type]) -> dict[str, Any]:
+    """``data`` (at ``where`` in ``path``) as an object of exactly ``keys``, each of its type, else InputError."""
+    if not isinstance(data, dict):
+        raise InputError(path, f"{where}: not a JSON object")
+    if set(data) != set(keys):
+        missing, unknown = sorted(set(keys) - set(data)), sorted(set(data) - set(keys))
+        raise InputError(path, f"{where}: keys missing {missing}, unknown {unknown} (expected {list(keys)})")
+    for key, kind in keys.items():
+        if not isinstance(data[key], kind) or isinstance(data[key], bool):
+            raise InputError(path, f"{where}.{key}: not {_KINDS[kind]}")
+    return data
+
+
+def read_fragment(path: Path) -> Fragment:
+    """A fragment file, checked key by key (InputError naming the file and key); its benchmark is its file's name."""
+    data = _checked(path, "fragment", read_json(path), _FRAGMENT_KEYS)
+    if data["benchmark"] != path.stem:
+        raise InputError(path, f"fragment.benchmark: {data['benchmark']!r}, not the file's name {path.stem!r}")
+    sections = [
+        ReportSection(**_checked(path, f"fragment.sections[{i}]", section, _SECTION_KEYS))
+        for i, section in enumerate(data["sections"])
+    ]
+    part = ReportPart(sections, data["style"], data["script"])
+    return Fragment(data["benchmark"], data["title"], data["order"], part)
+
+
+def read_fragments(folder: Path) -> list[Fragment]:
+    """Every fragment in ``folder`` (``<benchmark>.json``), in the registry's order (``order``, then name)."""
+    if not folder.is_dir():
+        raise InputError(folder, "folder not found (run the benchmarks' report stages before this one)")
+    found = [read_fragment(path) for path in sorted(folder.glob("*.json")) if not path.name.startswith(".")]
+    if not found:
+        raise InputError(folder, "no fragment <benchmark>.json in it (run the benchmarks' report stages first)")
+    return sorted(found, key=lambda fragment: (fragment.order, fragment.benchmark))
+
+
 def _listed(names: list[str]) -> str:
     """``A``, ``A and B``, ``A, B and C``."""
     return " and ".join(filter(None, [", ".join(names[:-1]), *names[-1:]]))
 
 
-def build_page(root: Path, settings: Any) -> str:
-    """The whole page for the workspace at ``root`` (``settings``: the validated params.yaml)."""
-    benchmarks = list(registry().values())
-    parts = [benchmark.report(root, settings) for benchmark in benchmarks]
+def assemble_page(fragments: list[Fragment]) -> str:
+    """The whole page from the benchmarks' parts, in the order given."""
+    parts = [fragment.part for fragment in fragments]
     sections = [section for part in parts for section in part.sections]
     nav = "".join(f'<a href="#{section.anchor}">{section.label}</a>' for section in sections)
-    titles = _listed([benchmark.title for benchmark in benchmarks])
+    titles = _listed([fragment.title for fragment in fragments])
     style = STYLE + "".join(part.style for part in parts)
     script = "".join(part.script for part in parts)
     return (
@@ -61,6 +152,19 @@ def build_page(root: Path, settings: Any) -> str:
         "Self-contained: no network needed.</p>"
         f"{''.join(section.html for section in sections)}<script>{script}</script></body></html>\n"
     )
+
+
+def build_page(root: Path, settings: Any) -> str:
+    """The whole page for the workspace at ``root`` (``settings``: the validated params.yaml), every registered
+    benchmark's part rendered now."""
+    return assemble_page([benchmark_fragment(bench, root, settings) for bench in registry().values()])
+
+
+def write_page() -> None:
+    """The ``report`` stage: ``reports/index.html`` from the fragments in ``reports/fragments``."""
+    page = assemble_page(read_fragments(FRAGMENTS))
+    atomic_write_text(OUT, page)
+    print(f"report: wrote {OUT} ({len(page.encode()) / 1e6:.1f} MB)")
 
 
 def main(argv: list[str] | None = None) -> int:

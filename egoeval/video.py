@@ -161,7 +161,7 @@ def write_h264(path: str | Path, frames: np.ndarray, fps: int, gop: int = 300, b
 def read_pinned_image(
     path: str, sha256: str, roots: Iterable[Path], where: str | os.PathLike[str], row: object = None
 ) -> np.ndarray:
-    """An image file's pixels (BGR, as OpenCV reads them), read as ``egoeval.io.manifest.read_pinned`` reads it (inside the
+    """An image file's pixels (BGR, as OpenCV reads them), read as ``read_pinned`` reads it (inside the
     data root ``roots``, else an error naming ``where`` and ``row``; its bytes checked against the pinned sha256);
     InputError naming the file when it is empty or no image."""
     data = read_pinned(path, sha256, roots, where, row)

@@ -305,6 +305,7 @@ KEPT = (
     "metrics/egonormia.json",
     "plots/egonormia/categories.csv",
     "dvc.lock",
+    "reports/fragments/egonormia.json",
     "reports/index.html",
     CACHE,
     *OUTPUTS,

@@ -164,7 +164,7 @@ def frame_panel(
 def _embedded_frame(
     path: Path, sha256: str, width: int, roots: tuple[Path, ...], images: Path, row: str
 ) -> tuple[str, tuple[int, int], float]:
-    """A frame (read as every pinned frame is, ``egoeval.io.manifest.read_pinned``: inside the data root ``roots``, its bytes
+    """A frame (read as every pinned frame is, ``read_pinned``: inside the data root ``roots``, its bytes
     checked against the pinned ``sha256``; errors name the ``images`` table's ``row``) scaled down to at most
     ``width`` px as a JPEG data URI, its size and the scale applied."""
     data = read_pinned(path, sha256, roots, images, row)

@@ -37,3 +37,20 @@ def test_requires_python_is_the_oldest_python_the_code_runs_on() -> None:
     assert needed and needed.group(1) == floor.group(1), run.stdout[-2000:]
     ruff = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["ruff"]["target-version"]
     assert ruff == "py" + floor.group(1).replace(".", "")
+
+
+def test_the_package_ships_no_test_machinery() -> None:
+    """Nothing under egoeval/ imports from tests/ or holds what only tests and benchmarks use: the loopback OpenAI
+    server, the full-decode oracle, the test video writer and TrackEval-layout constructor live in tests/."""
+    moved = ["openai_server", "OpenAIServer", "decode_all_frames", "write_h264", "from_timesteps"]
+    importing_tests = re.compile(r"^\s*(from|import)\s+tests\b|sys\.path.*tests", re.MULTILINE)
+    found = []
+    for path in sorted((REPO / "egoeval").rglob("*.py")):
+        text = path.read_text()
+        where = path.relative_to(REPO)
+        found += [f"{where}: imports from tests/" for _ in importing_tests.finditer(text)]
+        found += [f"{where}: {name}" for name in moved if re.search(rf"\b{name}\b", text)]
+    assert not (REPO / "egoeval" / "openai_server.py").exists()
+    assert found == []
+    for name in ("openai_server.py", "videos.py"):
+        assert (REPO / "tests" / name).is_file()

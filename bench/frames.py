@@ -1,18 +1,21 @@
-"""The frames stage (source video) on long-GOP 1080p H.264, side by side with ffmpeg, same clips, one run.
+"""The frames stage (source video) on long-GOP 1080p H.264 with each frame reader, side by side with ffmpeg, same
+clips, one run.
 
 Clips: 10 s, 1920x1080, 30 fps, H.264 with one keyframe per clip and B-frames (what phones and Aria glasses
-record), made here with ``egoeval.video.write_h264``. Measured, best of ``REPEATS``:
+record), made here with tests/videos.py's ``write_h264``. Measured, best of ``REPEATS``:
 
 - the single-thread decode bound: ``ffmpeg -threads 1 -i CLIP -f null -`` for every clip, one after another
   (long-GOP H.264 needs every reference frame decoded, so one core decoding everything sets the pace);
 - the ffmpeg command a user would run for the same strip, threaded (ffmpeg's default), clip after clip:
   ``ffmpeg -i CLIP -vf fps=1,scale=-2:H,tile=Nx1 -frames:v 1 strip.jpg``;
-- the frames stage's own code (``extract_frames``, ``workers`` = the cores), all clips;
+- the frames stage's own code (``extract_frames``, ``workers`` = the cores), all clips, once per frame reader
+  (``egonormia.frames.reader``: ``decord``, the default, and ``pyav``), whose strips must be byte-identical;
 - for context, the machine's parallel ceiling: the same single-thread full decodes, one process per core side by
   side (no program that decodes every frame on these cores does better).
 
 Goal (issue 8): the stage in at most 1/1.8 of the decode bound's time on 2 cores, and faster than the threaded
-ffmpeg command. The ffmpeg binary comes from the ``imageio-ffmpeg`` package (``pip install -e '.[bench]'``).
+ffmpeg command; issue 29: decord's reader beside PyAV's, the faster one selectable. The ffmpeg binary comes from
+the ``imageio-ffmpeg`` package (``pip install -e '.[bench]'``).
 """
 
 from __future__ import annotations
@@ -26,11 +29,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from videos import write_h264
 
 from bench import OUT, save
 from egoeval.egonormia.frames import extract_frames
 from egoeval.egonormia.settings import FramesSettings
-from egoeval.video import write_h264
+from egoeval.video import FRAME_READERS
 
 CLIPS, SECONDS, FPS, WIDTH, HEIGHT = 4, 10, 30, 1920, 1080
 REPEATS = 3
@@ -80,9 +84,18 @@ def run() -> dict[str, Any]:
     work = OUT / "frames_stage"
     work.mkdir(parents=True, exist_ok=True)
     items = pd.DataFrame({"id": [p.stem for p in clips], "video": [p.name for p in clips], "strip": ""})
-    settings = FramesSettings(
-        source="video", fps=1, frame_height=FRAME_HEIGHT, max_width=8000, jpeg_quality=90, workers=cores
-    )
+    settings = {
+        reader: FramesSettings(
+            source="video",
+            reader=reader,
+            fps=1,
+            frame_height=FRAME_HEIGHT,
+            max_width=8000,
+            jpeg_quality=90,
+            workers=cores,
+        )
+        for reader in FRAME_READERS
+    }
 
     def decode(clip: Path) -> None:
         _run([exe, "-v", "error", "-threads", "1", "-i", str(clip), "-f", "null", "-"])
@@ -100,16 +113,24 @@ def run() -> dict[str, Any]:
             vf = f"fps=1,scale=-2:{FRAME_HEIGHT},tile={SECONDS}x1"
             _run([exe, "-v", "error", "-y", "-i", str(clip), "-vf", vf, "-frames:v", "1", str(work / "ffmpeg.jpg")])
 
-    def stage() -> None:
-        index = extract_frames(items, clips[0].parent, work, settings)
-        assert (index["error"] == "").all() and (index["n_frames"] == SECONDS).all(), index["error"].tolist()
+    strips: dict[str, dict[str, bytes]] = {}
 
-    times: dict[str, list[float]] = {"bound": [], "ceiling": [], "ffmpeg": [], "stage": []}
+    def stage(reader: str) -> None:
+        out = work / reader
+        out.mkdir(exist_ok=True)
+        index = extract_frames(items, clips[0].parent, out, settings[reader])
+        assert (index["error"] == "").all() and (index["n_frames"] == SECONDS).all(), index["error"].tolist()
+        strips[reader] = {row.image: (out / row.image).read_bytes() for row in index.itertuples()}
+
+    stages = [f"stage_{reader}" for reader in FRAME_READERS]
+    times: dict[str, list[float]] = {name: [] for name in ["bound", "ceiling", "ffmpeg", *stages]}
     for _ in range(REPEATS):  # interleaved, so a busy moment hits all alike
         times["bound"].append(_timed(bound))
         times["ceiling"].append(_timed(parallel_decodes))
         times["ffmpeg"].append(_timed(ffmpeg_strip))
-        times["stage"].append(_timed(stage))
+        for reader in FRAME_READERS:
+            times[f"stage_{reader}"].append(_timed(lambda reader=reader: stage(reader)))
+    assert all(written == strips["decord"] for written in strips.values()), "the readers' strips differ"
     best = {name: min(values) for name, values in times.items()}
     result = {
         "clips": f"{CLIPS} x {SECONDS} s, {WIDTH}x{HEIGHT}, {FPS} fps, H.264, 1 keyframe per clip, B-frames",
@@ -117,9 +138,11 @@ def run() -> dict[str, Any]:
         "workers": cores,
         "seconds_best": {k: round(v, 3) for k, v in best.items()},
         "seconds_all": {k: [round(x, 3) for x in v] for k, v in times.items()},
-        "bound_over_stage": round(best["bound"] / best["stage"], 2),
-        "ffmpeg_over_stage": round(best["ffmpeg"] / best["stage"], 2),
+        "bound_over_stage": {r: round(best["bound"] / best[f"stage_{r}"], 2) for r in FRAME_READERS},
+        "ffmpeg_over_stage": {r: round(best["ffmpeg"] / best[f"stage_{r}"], 2) for r in FRAME_READERS},
+        "decord_over_pyav": round(best["stage_decord"] / best["stage_pyav"], 2),
         "bound_over_ceiling": round(best["bound"] / best["ceiling"], 2),
+        "strips_identical": True,
     }
     save("frames", result)
     print(f"| frames ({CLIPS} clips x {SECONDS} s 1080p long-GOP H.264, {cores} cores) | seconds (best of {REPEATS}) |")
@@ -127,11 +150,14 @@ def run() -> dict[str, Any]:
     print(f"| single-thread decode bound (`ffmpeg -threads 1 … -f null -`) | {best['bound']:.2f} |")
     print(f"| {cores} single-thread full decodes side by side (the cores' ceiling) | {best['ceiling']:.2f} |")
     print(f"| threaded `ffmpeg -vf fps=1,scale=-2:{FRAME_HEIGHT},tile={SECONDS}x1` | {best['ffmpeg']:.2f} |")
-    print(f"| frames stage (workers {cores}) | {best['stage']:.2f} |")
-    print(
-        f"bound / stage = {result['bound_over_stage']}x (goal >= 1.8x); "
-        f"ffmpeg / stage = {result['ffmpeg_over_stage']}x; bound / ceiling = {result['bound_over_ceiling']}x"
-    )
+    for reader in FRAME_READERS:
+        print(f"| frames stage, reader {reader} (workers {cores}) | {best[f'stage_{reader}']:.2f} |")
+    for reader in FRAME_READERS:
+        print(
+            f"{reader}: bound / stage = {result['bound_over_stage'][reader]}x (goal >= 1.8x); "
+            f"ffmpeg / stage = {result['ffmpeg_over_stage'][reader]}x"
+        )
+    print(f"decord / pyav = {result['decord_over_pyav']}x; bound / ceiling = {result['bound_over_ceiling']}x")
     return result
 
 

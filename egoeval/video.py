@@ -6,8 +6,8 @@ keyframe before each sampled frame up to it, converting only the sampled frames 
 (FFmpeg) on one thread and tells the decoder to skip every non-reference frame it is not asked for
 (``skip_frame = NONREF``): in long-GOP H.264 (phones, Aria glasses) every reference frame must still be decoded, but
 B-frames nobody refers to are not. Both give the pixels of a full decode at the same frame numbers (tested on
-mp4v, MJPEG, Xvid and long-GOP H.264 at 24 to 60 fps); bench/frames.py measures them side by side. A file either
-cannot read is an InputError naming it.
+mp4v, MJPEG, Xvid and long-GOP H.264 at 24 to 60 fps); bench/frames.py measures them side by side (PyAV takes
+less CPU: BENCHMARKS.md). A file either cannot read is an InputError naming it.
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -54,3 +55,16 @@ def test_the_package_ships_no_test_machinery() -> None:
     assert found == []
     for name in ("openai_server.py", "videos.py"):
         assert (REPO / "tests" / name).is_file()
+
+
+def test_the_benchmarks_import_the_test_machinery_outside_pytest() -> None:
+    """``python -m bench.run`` (``make bench``) finds tests/openai_server.py and tests/videos.py: importing ``bench``
+    puts tests/ on sys.path, with no help from pytest."""
+    code = (
+        "import bench.frames, bench.infer_throughput, bench.official_protocol, bench.scale_out; "
+        "print(bench.scale_out.OpenAIServer.__module__, bench.frames.write_h264.__module__)"
+    )
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    run = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["openai_server", "videos"]

@@ -1,23 +1,30 @@
-"""The frames stage (source video) on long-GOP 1080p H.264, side by side with ffmpeg, same clips, one run.
+"""The frames stage (source video) on long-GOP 1080p H.264 with each frame reader, side by side with ffmpeg, same
+clips, one run.
 
 Clips: 10 s, 1920x1080, 30 fps, H.264 with one keyframe per clip and B-frames (what phones and Aria glasses
-record), made here with ``egoeval.video.write_h264``. Measured, best of ``REPEATS``:
+record), made here with tests/videos.py's ``write_h264``. Measured, best of ``REPEATS``:
 
 - the single-thread decode bound: ``ffmpeg -threads 1 -i CLIP -f null -`` for every clip, one after another
   (long-GOP H.264 needs every reference frame decoded, so one core decoding everything sets the pace);
 - the ffmpeg command a user would run for the same strip, threaded (ffmpeg's default), clip after clip:
   ``ffmpeg -i CLIP -vf fps=1,scale=-2:H,tile=Nx1 -frames:v 1 strip.jpg``;
-- the frames stage's own code (``extract_frames``, ``workers`` = the cores), all clips;
+- the frames stage's own code (``extract_frames``, ``workers`` = the cores), all clips, once per frame reader
+  (``egonormia.frames.reader``: ``decord``, the default, and ``pyav``), whose strips must be byte-identical;
 - for context, the machine's parallel ceiling: the same single-thread full decodes, one process per core side by
   side (no program that decodes every frame on these cores does better).
 
+Each figure is the best of the runs, in wall seconds and in CPU seconds (this process and its children: the CPU time
+barely moves when other jobs share the cores, the wall time does).
+
 Goal (issue 8): the stage in at most 1/1.8 of the decode bound's time on 2 cores, and faster than the threaded
-ffmpeg command. The ffmpeg binary comes from the ``imageio-ffmpeg`` package (``pip install -e '.[bench]'``).
+ffmpeg command; issue 29: decord's reader beside PyAV's, the faster one selectable. The ffmpeg binary comes from
+the ``imageio-ffmpeg`` package (``pip install -e '.[bench]'``).
 """
 
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -26,11 +33,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from videos import write_h264
 
 from bench import OUT, save
 from egoeval.egonormia.frames import extract_frames
 from egoeval.egonormia.settings import FramesSettings
-from egoeval.video import write_h264
+from egoeval.video import FRAME_READERS
 
 CLIPS, SECONDS, FPS, WIDTH, HEIGHT = 4, 10, 30, 1920, 1080
 REPEATS = 3
@@ -63,10 +71,17 @@ def make_clips(folder: Path) -> list[Path]:
     return paths
 
 
-def _timed(fn) -> float:
-    start = time.perf_counter()
+def _cpu_seconds() -> float:
+    """CPU time of this process and of its children that have exited (the stage's workers, ffmpeg)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _timed(fn) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of ``fn()``: the CPU time barely moves when other jobs share the cores."""
+    start, cpu = time.perf_counter(), _cpu_seconds()
     fn()
-    return time.perf_counter() - start
+    return time.perf_counter() - start, _cpu_seconds() - cpu
 
 
 def _run(args: list[str]) -> None:
@@ -80,9 +95,18 @@ def run() -> dict[str, Any]:
     work = OUT / "frames_stage"
     work.mkdir(parents=True, exist_ok=True)
     items = pd.DataFrame({"id": [p.stem for p in clips], "video": [p.name for p in clips], "strip": ""})
-    settings = FramesSettings(
-        source="video", fps=1, frame_height=FRAME_HEIGHT, max_width=8000, jpeg_quality=90, workers=cores
-    )
+    settings = {
+        reader: FramesSettings(
+            source="video",
+            reader=reader,
+            fps=1,
+            frame_height=FRAME_HEIGHT,
+            max_width=8000,
+            jpeg_quality=90,
+            workers=cores,
+        )
+        for reader in FRAME_READERS
+    }
 
     def decode(clip: Path) -> None:
         _run([exe, "-v", "error", "-threads", "1", "-i", str(clip), "-f", "null", "-"])
@@ -100,16 +124,26 @@ def run() -> dict[str, Any]:
             vf = f"fps=1,scale=-2:{FRAME_HEIGHT},tile={SECONDS}x1"
             _run([exe, "-v", "error", "-y", "-i", str(clip), "-vf", vf, "-frames:v", "1", str(work / "ffmpeg.jpg")])
 
-    def stage() -> None:
-        index = extract_frames(items, clips[0].parent, work, settings)
-        assert (index["error"] == "").all() and (index["n_frames"] == SECONDS).all(), index["error"].tolist()
+    strips: dict[str, dict[str, bytes]] = {}
 
-    times: dict[str, list[float]] = {"bound": [], "ceiling": [], "ffmpeg": [], "stage": []}
+    def stage(reader: str) -> None:
+        out = work / reader
+        out.mkdir(exist_ok=True)
+        index = extract_frames(items, clips[0].parent, out, settings[reader])
+        assert (index["error"] == "").all() and (index["n_frames"] == SECONDS).all(), index["error"].tolist()
+        strips[reader] = {row.image: (out / row.image).read_bytes() for row in index.itertuples()}
+
+    stages = [f"stage_{reader}" for reader in FRAME_READERS]
+    measured: dict[str, list[tuple[float, float]]] = {name: [] for name in ["bound", "ceiling", "ffmpeg", *stages]}
     for _ in range(REPEATS):  # interleaved, so a busy moment hits all alike
-        times["bound"].append(_timed(bound))
-        times["ceiling"].append(_timed(parallel_decodes))
-        times["ffmpeg"].append(_timed(ffmpeg_strip))
-        times["stage"].append(_timed(stage))
+        measured["bound"].append(_timed(bound))
+        measured["ceiling"].append(_timed(parallel_decodes))
+        measured["ffmpeg"].append(_timed(ffmpeg_strip))
+        for reader in FRAME_READERS:
+            measured[f"stage_{reader}"].append(_timed(lambda reader=reader: stage(reader)))
+    assert all(written == strips["decord"] for written in strips.values()), "the readers' strips differ"
+    times = {name: [wall for wall, _ in values] for name, values in measured.items()}
+    cpu = {name: min(used for _, used in values) for name, values in measured.items()}
     best = {name: min(values) for name, values in times.items()}
     result = {
         "clips": f"{CLIPS} x {SECONDS} s, {WIDTH}x{HEIGHT}, {FPS} fps, H.264, 1 keyframe per clip, B-frames",
@@ -117,20 +151,33 @@ def run() -> dict[str, Any]:
         "workers": cores,
         "seconds_best": {k: round(v, 3) for k, v in best.items()},
         "seconds_all": {k: [round(x, 3) for x in v] for k, v in times.items()},
-        "bound_over_stage": round(best["bound"] / best["stage"], 2),
-        "ffmpeg_over_stage": round(best["ffmpeg"] / best["stage"], 2),
+        "cpu_seconds_best": {k: round(v, 3) for k, v in cpu.items()},
+        "bound_over_stage": {r: round(best["bound"] / best[f"stage_{r}"], 2) for r in FRAME_READERS},
+        "ffmpeg_over_stage": {r: round(best["ffmpeg"] / best[f"stage_{r}"], 2) for r in FRAME_READERS},
+        "decord_over_pyav": round(best["stage_decord"] / best["stage_pyav"], 2),
+        "decord_over_pyav_cpu": round(cpu["stage_decord"] / cpu["stage_pyav"], 2),
         "bound_over_ceiling": round(best["bound"] / best["ceiling"], 2),
+        "strips_identical": True,
     }
     save("frames", result)
-    print(f"| frames ({CLIPS} clips x {SECONDS} s 1080p long-GOP H.264, {cores} cores) | seconds (best of {REPEATS}) |")
-    print("|---|---|")
-    print(f"| single-thread decode bound (`ffmpeg -threads 1 … -f null -`) | {best['bound']:.2f} |")
-    print(f"| {cores} single-thread full decodes side by side (the cores' ceiling) | {best['ceiling']:.2f} |")
-    print(f"| threaded `ffmpeg -vf fps=1,scale=-2:{FRAME_HEIGHT},tile={SECONDS}x1` | {best['ffmpeg']:.2f} |")
-    print(f"| frames stage (workers {cores}) | {best['stage']:.2f} |")
+    rows = {
+        "bound": "single-thread decode bound (`ffmpeg -threads 1 … -f null -`)",
+        "ceiling": f"{cores} single-thread full decodes side by side (the cores' ceiling)",
+        "ffmpeg": f"threaded `ffmpeg -vf fps=1,scale=-2:{FRAME_HEIGHT},tile={SECONDS}x1`",
+        **{f"stage_{reader}": f"frames stage, reader {reader} (workers {cores})" for reader in FRAME_READERS},
+    }
+    print(f"| frames ({CLIPS} clips x {SECONDS} s 1080p long-GOP H.264, {cores} cores) | seconds | CPU seconds |")
+    print("|---|---|---|")
+    for name, label in rows.items():
+        print(f"| {label} | {best[name]:.2f} | {cpu[name]:.2f} |")
+    for reader in FRAME_READERS:
+        print(
+            f"{reader}: bound / stage = {result['bound_over_stage'][reader]}x (goal >= 1.8x); "
+            f"ffmpeg / stage = {result['ffmpeg_over_stage'][reader]}x"
+        )
     print(
-        f"bound / stage = {result['bound_over_stage']}x (goal >= 1.8x); "
-        f"ffmpeg / stage = {result['ffmpeg_over_stage']}x; bound / ceiling = {result['bound_over_ceiling']}x"
+        f"decord / pyav = {result['decord_over_pyav']}x (CPU {result['decord_over_pyav_cpu']}x); "
+        f"bound / ceiling = {result['bound_over_ceiling']}x"
     )
     return result
 

@@ -21,7 +21,7 @@ import httpx
 import pandas as pd
 from PIL import Image
 
-from bench import save
+from bench import TESTS, save
 from egoeval.egonormia.inference import run_inference
 from egoeval.egonormia.protocols import registry
 from egoeval.egonormia.settings import InferSettings, ModelSpec
@@ -55,7 +55,7 @@ def _dataset(root: Path, clips: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.Dat
 @contextmanager
 def _server(latency_s: float) -> Iterator[str]:
     """The loopback server in a process of its own, as a real endpoint would be (not sharing our GIL)."""
-    command = [sys.executable, "-m", "egoeval.openai_server", "--latency-s", str(latency_s)]
+    command = [sys.executable, str(TESTS / "openai_server.py"), "--latency-s", str(latency_s)]
     process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, text=True)
     try:
         assert process.stdout is not None

@@ -10,20 +10,16 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from oracle_env import MotmetricsOracle, build
 
 from bench import OUT, save
 from bench.score_tracks import FRAMES, make_sequence
 from egoeval.io.manifest import sha256_file, sha256_files
 from egoeval.tracking.motmetrics import eval_mot
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from oracle_env import MotmetricsOracle, build
 
 SEQUENCES = 13  # ~214k ground-truth boxes that count (2% of the rows are ignore boxes)
 COLUMNS = ["frame", "id", "x", "y", "w", "h", "conf"]

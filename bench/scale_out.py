@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pandas as pd
 import yaml
+from openai_server import OpenAIServer
 
 from bench import save
-from egoeval.openai_server import OpenAIServer
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable

@@ -1,16 +1,22 @@
-"""Video reading, once for the project: frames sampled at a fixed rate, decoding as little as the codec allows.
+"""Video reading, once for the project: frames sampled at a fixed rate, by one of two readers (``FRAME_READERS``,
+the ``egonormia.frames.reader`` param), each scaled as soon as it is decoded.
 
-``read_sampled_frames`` demuxes with PyAV (FFmpeg) on one thread and tells the decoder to skip every
-non-reference frame it is not asked for (``skip_frame = NONREF``): in long-GOP H.264 (phones, Aria glasses) every
-reference frame must still be decoded, but B-frames nobody refers to are not, and only the sampled frames are
-converted to RGB. The pixels equal a full decode's (decord's, ``decode_all_frames``; tested).
+``decord`` (the default, the reader the design names) opens the video with its frame index and decodes from the
+keyframe before each sampled frame up to it, converting only the sampled frames to RGB. ``pyav`` demuxes with PyAV
+(FFmpeg) on one thread and tells the decoder to skip every non-reference frame it is not asked for
+(``skip_frame = NONREF``): in long-GOP H.264 (phones, Aria glasses) every reference frame must still be decoded, but
+B-frames nobody refers to are not. Both give the pixels of a full decode at the same frame numbers (tested on
+mp4v, MJPEG, Xvid and long-GOP H.264 at 24 to 60 fps); bench/frames.py measures them side by side (PyAV takes
+less CPU: BENCHMARKS.md). A file either cannot read is an InputError naming it.
 """
 
 from __future__ import annotations
 
+import importlib
 import math
 import os
-from collections.abc import Iterable
+import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,27 +47,52 @@ def sample_indices(video_frames: int, video_fps: float, fps: float) -> tuple[lis
     return indices, times
 
 
+def _checked_sampling(path: Path, video_frames: int, video_fps: float, fps: float) -> tuple[list[int], list[float]]:
+    """``sample_indices`` for a video whose metadata is plausible; InputError naming ``path`` otherwise."""
+    if not (MIN_FPS <= video_fps <= MAX_FPS) or not math.isfinite(video_fps):
+        raise InputError(path, f"implausible frame rate in the metadata: {video_fps!r} fps")
+    if video_frames <= 0:
+        raise InputError(path, "video has no frames")
+    return sample_indices(video_frames, video_fps, fps)
+
+
+def _reason(error: Exception) -> str:
+    """The first line of a reader's error, without decord's ``[hh:mm:ss] file.cc:line:`` log prefixes."""
+    lines = re.sub(r"\[\d\d:\d\d:\d\d\] \S+:\d+: ", "", str(error)).strip().splitlines()
+    return (lines[0] if lines else type(error).__name__)[:200]
+
+
+def _read_with_decord(path: Path, fps: float, height: int | None) -> SampledFrames:
+    """The sampled frames, read by decord one at a time in order (each decoded from its keyframe, or on from the
+    previous one when that is nearer) and scaled at once."""
+    import decord
+
+    decord.logging.set_level(decord.logging.QUIET)  # FFmpeg's own messages: the InputError says what went wrong
+    try:
+        reader = decord.VideoReader(str(path), ctx=decord.cpu(0), num_threads=1)
+    except Exception as error:  # decord raises DECORDError (a RuntimeError) for whatever FFmpeg cannot open
+        raise InputError(path, f"cannot open video: {_reason(error)}") from None
+    video_fps, video_frames = float(reader.get_avg_fps()), len(reader)
+    indices, times = _checked_sampling(path, video_frames, video_fps, fps)
+    try:
+        frames = [_scaled(reader[index].asnumpy(), height) for index in indices]
+    except Exception as error:
+        raise InputError(path, f"cannot decode frames: {_reason(error)}") from None
+    return SampledFrames(np.stack(frames), times, indices, video_fps, video_frames)
+
+
 def _frame_index(pts: int, start: int, time_base: float, fps: float) -> int:
     return round((pts - start) * time_base * fps)
 
 
-def read_sampled_frames(path: str | Path, fps: float, height: int | None = None) -> SampledFrames:
-    """Decode only what sampling ``fps`` frames per second needs; raise InputError on a bad video.
-
-    With ``height``, each sampled frame is scaled to that height as soon as it is decoded (as ``frame_strip`` would
-    scale it), so full-resolution copies are never kept.
-    """
+def _read_with_pyav(path: Path, fps: float, height: int | None) -> SampledFrames:
+    """The sampled frames, demuxed by PyAV with every unneeded non-reference frame skipped, scaled at once."""
     import av  # imported here: PyAV loads FFmpeg's libraries
 
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(path, "video file is missing")
-    if path.stat().st_size == 0:
-        raise InputError(path, "video file is empty (0 bytes)")
     try:
         container = av.open(str(path))
     except Exception as error:  # PyAV raises av.error.* (FFmpeg's errors) and OSError subclasses
-        raise InputError(path, f"cannot open video: {str(error).splitlines()[0][:200]}") from None
+        raise InputError(path, f"cannot open video: {_reason(error)}") from None
     with container:
         if not container.streams.video:
             raise InputError(path, "no video stream")
@@ -70,14 +101,10 @@ def read_sampled_frames(path: str | Path, fps: float, height: int | None = None)
         stream.codec_context.thread_count = 1  # one clip per core: the frames stage runs clips in parallel
         rate = stream.average_rate or stream.guessed_rate
         video_fps = float(rate) if rate else 0.0
-        if not (MIN_FPS <= video_fps <= MAX_FPS) or not math.isfinite(video_fps):
-            raise InputError(path, f"implausible frame rate in the metadata: {video_fps!r} fps")
         video_frames = int(stream.frames)
-        if video_frames <= 0 and stream.duration is not None:
+        if video_frames <= 0 and stream.duration is not None and MIN_FPS <= video_fps <= MAX_FPS:
             video_frames = round(float(stream.duration * stream.time_base) * video_fps)
-        if video_frames <= 0:
-            raise InputError(path, "video has no frames")
-        indices, times = sample_indices(video_frames, video_fps, fps)
+        indices, times = _checked_sampling(path, video_frames, video_fps, fps)
         wanted = set(indices)
         time_base = float(stream.time_base)
         start = stream.start_time or 0
@@ -96,11 +123,43 @@ def read_sampled_frames(path: str | Path, fps: float, height: int | None = None)
                 if len(found) == len(wanted):
                     break
         except Exception as error:
-            raise InputError(path, f"cannot decode frames: {str(error).splitlines()[0][:200]}") from None
+            raise InputError(path, f"cannot decode frames: {_reason(error)}") from None
     missing = [i for i in indices if i not in found]
     if missing:
         raise InputError(path, f"cannot decode frames {missing} (truncated or damaged video?)")
     return SampledFrames(np.stack([found[i] for i in indices]), times, indices, video_fps, video_frames)
+
+
+FrameReader = Callable[[Path, float, int | None], SampledFrames]
+# name (the egonormia.frames.reader param) -> (the module that loads its FFmpeg libraries, the reader)
+FRAME_READERS: dict[str, tuple[str, FrameReader]] = {
+    "decord": ("decord", _read_with_decord),
+    "pyav": ("av", _read_with_pyav),
+}
+
+
+def load_frame_reader(name: str) -> None:
+    """Import reader ``name``'s library now (FFmpeg's libraries loaded once: worker processes forked later inherit
+    them); ValueError for a name that is no reader."""
+    if name not in FRAME_READERS:
+        raise ValueError(f"no frame reader {name!r}; the readers: {', '.join(FRAME_READERS)}")
+    importlib.import_module(FRAME_READERS[name][0])
+
+
+def read_sampled_frames(path: str | Path, fps: float, height: int | None = None, *, reader: str) -> SampledFrames:
+    """Decode what sampling ``fps`` frames per second needs, with frame reader ``reader`` (``FRAME_READERS``);
+    InputError naming the file on a bad video.
+
+    With ``height``, each sampled frame is scaled to that height as soon as it is decoded (as ``frame_strip`` would
+    scale it), so full-resolution copies are never kept.
+    """
+    load_frame_reader(reader)
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, "video file is missing")
+    if path.stat().st_size == 0:
+        raise InputError(path, "video file is empty (0 bytes)")
+    return FRAME_READERS[reader][1](path, fps, height)
 
 
 def _scaled(frame: np.ndarray, height: int | None) -> np.ndarray:
@@ -109,14 +168,6 @@ def _scaled(frame: np.ndarray, height: int | None) -> np.ndarray:
         return frame
     width = max(1, round(frame.shape[1] * height / frame.shape[0]))
     return cv2.resize(frame, (width, height), interpolation=cv2.INTER_AREA)
-
-
-def decode_all_frames(path: str | Path) -> np.ndarray:
-    """Every frame of a video (the slow baseline the sampled reader is measured against)."""
-    import decord
-
-    reader = decord.VideoReader(str(path), ctx=decord.cpu(0), num_threads=1)
-    return reader.get_batch(list(range(len(reader)))).asnumpy()
 
 
 def frame_strip(frames: np.ndarray, height: int, max_width: int) -> np.ndarray:
@@ -136,26 +187,6 @@ def encode_jpeg(rgb: np.ndarray, quality: int) -> bytes:
     if not ok:
         raise RuntimeError("JPEG encoding failed")
     return buffer.tobytes()
-
-
-def write_h264(path: str | Path, frames: np.ndarray, fps: int, gop: int = 300, bframes: int = 3) -> Path:
-    """Encode RGB frames as H.264 (libx264 in PyAV) with one keyframe every ``gop`` frames and B-frames: the
-    long-GOP shape phones and Aria glasses record (tests and bench/frames.py make their clips with it)."""
-    import av
-
-    path = Path(path)
-    with av.open(str(path), "w") as container:
-        stream = container.add_stream("libx264", rate=fps)
-        stream.width, stream.height = int(frames.shape[2]), int(frames.shape[1])
-        stream.pix_fmt = "yuv420p"
-        stream.codec_context.gop_size = gop
-        stream.options = {"bf": str(bframes), "sc_threshold": "0", "keyint_min": str(gop), "preset": "veryfast"}
-        for rgb in frames:
-            for packet in stream.encode(av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format="rgb24")):
-                container.mux(packet)
-        for packet in stream.encode():
-            container.mux(packet)
-    return path
 
 
 def read_pinned_image(

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 from conftest import dvc, tool_env, write_params
+from openai_server import OpenAIServer
 
-from egoeval.openai_server import OpenAIServer
 from egoeval.pipeline import pinned_output
 
 pytestmark = pytest.mark.slow

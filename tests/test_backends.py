@@ -20,6 +20,7 @@ import httpx
 import pytest
 import yaml
 from conftest import REPO
+from openai_server import Fault, OpenAIServer, Served, last_user_text
 from PIL import Image
 
 from egoeval.backends import (
@@ -46,7 +47,6 @@ from egoeval.egonormia.protocols import justification_choices
 from egoeval.egonormia.settings import IMAGE_BACKENDS, ModelSpec
 from egoeval.egonormia.settings import Backend as BackendName
 from egoeval.errors import InputError
-from egoeval.openai_server import Fault, OpenAIServer, Served, last_user_text
 from egoeval.settings import validate_params
 
 KEY_ENV = "EGOEVAL_TEST_API_KEY"

@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import tool_env
+from openai_server import KeyedPolicy, OpenAIServer
 from test_infer import (
     KEY_ENV,
     SECRET,
@@ -31,7 +32,6 @@ from egoeval.egonormia.artifacts import BATCHES, RESPONSES
 from egoeval.egonormia.inference import run_inference
 from egoeval.egonormia.protocols import registry
 from egoeval.errors import TransientFailure
-from egoeval.openai_server import KeyedPolicy, OpenAIServer
 
 FAST_POLL = {"batch_poll_s": 0.02, "batch_deadline_s": 30.0, "batch_max_requests": 50_000}
 

@@ -19,10 +19,10 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import EGOEVAL, REPO, dvc, tool_env
+from openai_server import KeyedPolicy, OpenAIServer, Served
 from test_infer import KEY_ENV, SECRET, make_items, model_spec, write_stage_inputs
 
 from egoeval.egonormia.artifacts import RESPONSES
-from egoeval.openai_server import KeyedPolicy, OpenAIServer, Served
 
 FAST_POLL = {"batch_poll_s": 0.02, "batch_deadline_s": 30.0, "batch_max_requests": 50_000}
 CACHE = Path(".egoeval-cache")

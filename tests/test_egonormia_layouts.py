@@ -194,11 +194,14 @@ def test_hf_parquet_only_snapshot(layouts: dict[str, Path], tmp_path: Path) -> N
     assert items["id"].tolist() == sorted(list(EGONORMIA)[:8])
 
 
-def test_missing_media_is_a_recorded_per_clip_failure(layouts: dict[str, Path], tmp_path: Path) -> None:
+@pytest.mark.parametrize("reader", ["decord", "pyav"])  # two worker processes, forked with the reader loaded
+def test_missing_media_is_a_recorded_per_clip_failure(layouts: dict[str, Path], tmp_path: Path, reader: str) -> None:
     fetched = tmp_path / "fetched"
     items = fetch(pinned(layouts["hf"]), fetched)
     no_video, no_strip = list(EGONORMIA)[NO_PREV_VIDEO], list(EGONORMIA)[NO_PREV_STRIP]
-    frames = FramesSettings(source="video", fps=1, frame_height=48, max_width=8000, jpeg_quality=90, workers=2)
+    frames = FramesSettings(
+        source="video", reader=reader, fps=1, frame_height=48, max_width=8000, jpeg_quality=90, workers=2
+    )
     (tmp_path / "video").mkdir()
     index = extract_frames(items, fetched, tmp_path / "video", frames).set_index("id")
     assert "video_prev.mp4" in index.loc[no_video, "error"] and index.loc[no_video, "image"] == ""

@@ -16,6 +16,7 @@ import yaml
 from conftest import dvc, tool_env, write_params
 from hypothesis import given
 from hypothesis import strategies as st
+from openai_server import OpenAIServer, prompt_usage
 from PIL import Image
 
 from egoeval.backends import OpenAIBackend
@@ -24,7 +25,6 @@ from egoeval.backends.client import ModelClient, token_cost
 from egoeval.cache import ResponseCache
 from egoeval.egonormia.estimate import image_tokens, rule_prompt_tokens
 from egoeval.egonormia.inference import LEDGER_FILE
-from egoeval.openai_server import OpenAIServer, prompt_usage
 
 KEY_ENV = "EGOEVAL_ESTIMATE_TEST_KEY"
 
@@ -159,6 +159,7 @@ def test_the_answers_ledger_is_what_the_calls_reported_sent_cached_or_batched(tm
     same when every answer comes from the cache, and the same through the Batch API; the run's own ledger counts
     batched calls as sent, not as cache hits, and a run from the cache as hits that cost nothing."""
     import pandas as pd
+    from openai_server import KeyedPolicy
     from test_batch import FAST_POLL
     from test_infer import KEY_ENV as INFER_KEY
     from test_infer import descriptions_of, infer_params, make_items, model_spec, models, write_frames
@@ -166,7 +167,6 @@ def test_the_answers_ledger_is_what_the_calls_reported_sent_cached_or_batched(tm
     from egoeval.egonormia.inference import run_inference
     from egoeval.egonormia.ledger import answer_ledgers
     from egoeval.egonormia.settings import Price
-    from egoeval.openai_server import KeyedPolicy
 
     monkeypatch.setenv(INFER_KEY, "sk-ledger")
     items = make_items(4)

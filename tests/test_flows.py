@@ -533,6 +533,7 @@ def test_sharded_inference_keeps_one_concurrency_budget(
     """An endpoint configured for ``concurrency: 3`` sees at most 3 calls in flight however the clips are sharded
     (each shard its own process and client), and the budget is used."""
     import pandas as pd
+    from openai_server import OpenAIServer
     from prefect import flow
 
     from egoeval.egonormia.inference import InferenceInputs
@@ -540,7 +541,6 @@ def test_sharded_inference_keeps_one_concurrency_budget(
     from egoeval.egonormia.scale_out import ShardedInference, combine, split
     from egoeval.egonormia.schema import read_official_json
     from egoeval.egonormia.settings import InferSettings, ModelSpec
-    from egoeval.openai_server import OpenAIServer
     from flows.shard import run_shards, task_runner
 
     monkeypatch.setenv("LOOPBACK_KEY", "sk-test")  # the Dask workers inherit it

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import write_params
+from openai_server import KeyedPolicy, OpenAIServer
 from PIL import Image
 
 from egoeval.egonormia.answers import NONE_OF_THE_ABOVE, displayed_options
@@ -21,7 +22,6 @@ from egoeval.egonormia.inference import check_failures, run_inference
 from egoeval.egonormia.protocols import Protocol, registry
 from egoeval.egonormia.protocols.egoeval import permutation
 from egoeval.egonormia.settings import InferSettings, ModelSpec
-from egoeval.openai_server import KeyedPolicy, OpenAIServer
 from stages.egonormia import describe as describe_stage
 from stages.egonormia import infer as infer_stage
 

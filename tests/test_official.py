@@ -28,6 +28,7 @@ from conftest import EGOEVAL, copy_repo, dvc, write_params
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from official_oracle import APIError, OfficialEval, compute_scores, datapoint
+from openai_server import Fault, OpenAIServer, Served, last_user_text
 
 from egoeval.backends import ChatRequest
 from egoeval.backends.openai import request_body
@@ -37,7 +38,6 @@ from egoeval.egonormia.result_names import results_key, setting_of
 from egoeval.egonormia.schema import read_official_json
 from egoeval.egonormia.scoring import score_official
 from egoeval.egonormia.settings import InferSettings, ModelSpec, ScoreSettings
-from egoeval.openai_server import Fault, OpenAIServer, Served, last_user_text
 from stages.egonormia import describe as describe_stage
 from stages.egonormia import parse as parse_stage
 from stages.egonormia import score as score_stage

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -37,3 +38,33 @@ def test_requires_python_is_the_oldest_python_the_code_runs_on() -> None:
     assert needed and needed.group(1) == floor.group(1), run.stdout[-2000:]
     ruff = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["ruff"]["target-version"]
     assert ruff == "py" + floor.group(1).replace(".", "")
+
+
+def test_the_package_ships_no_test_machinery() -> None:
+    """Nothing under egoeval/ imports from tests/ or holds what only tests and benchmarks use: the loopback OpenAI
+    server, the full-decode oracle, the test video writer and TrackEval-layout constructor live in tests/."""
+    moved = ["openai_server", "OpenAIServer", "decode_all_frames", "write_h264", "from_timesteps"]
+    importing_tests = re.compile(r"^\s*(from|import)\s+tests\b|sys\.path.*tests", re.MULTILINE)
+    found = []
+    for path in sorted((REPO / "egoeval").rglob("*.py")):
+        text = path.read_text()
+        where = path.relative_to(REPO)
+        found += [f"{where}: imports from tests/" for _ in importing_tests.finditer(text)]
+        found += [f"{where}: {name}" for name in moved if re.search(rf"\b{name}\b", text)]
+    assert not (REPO / "egoeval" / "openai_server.py").exists()
+    assert found == []
+    for name in ("openai_server.py", "videos.py"):
+        assert (REPO / "tests" / name).is_file()
+
+
+def test_the_benchmarks_import_the_test_machinery_outside_pytest() -> None:
+    """``python -m bench.run`` (``make bench``) finds tests/openai_server.py and tests/videos.py: importing ``bench``
+    puts tests/ on sys.path, with no help from pytest."""
+    code = (
+        "import bench.frames, bench.infer_throughput, bench.official_protocol, bench.scale_out; "
+        "print(bench.scale_out.OpenAIServer.__module__, bench.frames.write_h264.__module__)"
+    )
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    run = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["openai_server", "videos"]

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import REPO, REPRODUCED_FILES, dvc
-
-from egoeval.openai_server import KeyedPolicy, OpenAIServer
+from openai_server import KeyedPolicy, OpenAIServer
 
 pytestmark = pytest.mark.slow
 CANARY = "sk-canary-" + secrets.token_hex(12)  # made at run time, so no source file holds it

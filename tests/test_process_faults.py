@@ -22,8 +22,7 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import dvc, nightly_env, tool_env
-
-from egoeval.openai_server import OpenAIServer
+from openai_server import OpenAIServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.bad_input]
 

@@ -26,8 +26,7 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import copy_repo, tool_env
-
-from egoeval.openai_server import KeyedPolicy, OpenAIServer, default_policy, last_user_text
+from openai_server import KeyedPolicy, OpenAIServer, default_policy, last_user_text
 
 pytestmark = pytest.mark.slow
 KEY_ENV = "EGOEVAL_TEST_KEY"

@@ -27,6 +27,7 @@ import yaml
 from conftest import REPO, dvc
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from openai_server import OpenAIServer, PositionPolicy
 from scipy.stats import binom
 
 from egoeval.egonormia.positions import N_OPTIONS, balance_positions, canonical, position_counts, reorder_clip
@@ -34,7 +35,6 @@ from egoeval.egonormia.protocols import recorded
 from egoeval.egonormia.report import option_order_note
 from egoeval.egonormia.schema import read_official_json
 from egoeval.egonormia.scoring import outcomes
-from egoeval.openai_server import OpenAIServer, PositionPolicy
 
 SAMPLE = REPO / "data/egonormia/sample/clips.json"
 ALPHA = 0.001

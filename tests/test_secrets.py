@@ -23,8 +23,7 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import copy_repo, nightly_env
-
-from egoeval.openai_server import Fault, OpenAIServer, default_policy, last_user_text
+from openai_server import Fault, OpenAIServer, default_policy, last_user_text
 
 pytestmark = pytest.mark.slow
 KEY_ENV = "EGOEVAL_CANARY_KEY"

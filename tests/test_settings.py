@@ -44,6 +44,7 @@ BAD = [
     ("egonormia.score.bootstrap_samples", 0, ["bootstrap_samples", "= 0"]),
     ("egonormia.frames.fps", -1, ["egonormia.frames.fps", "-1", "greater than 0"]),
     ("egonormia.frames.fps", 0, ["egonormia.frames.fps", "= 0", "greater than 0"]),
+    ("egonormia.frames.reader", "opencv", ["egonormia.frames.reader", "'opencv'", "must be 'decord' or 'pyav'"]),
     ("egohumans.score.iou_threshold", 1.5, ["egohumans.score.iou_threshold", "1.5", "less than or equal to 1"]),
     ("egohumans.track.config.bytetrack.track_high_thresh", 25, ["track_high_thresh", "percent", "write 0.25"]),
     ("egohumans.track.config.botsort.match_thresh", 80, ["botsort.match_thresh", "percent", "write 0.8"]),

@@ -18,9 +18,8 @@ from conftest import TEST_DATA
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linear_sum_assignment
-from trackeval_oracle import assert_same, run_trackeval, write_tree
+from trackeval_oracle import assert_same, run_trackeval, sequence_data, write_tree
 
-from egoeval.tracking.base import SequenceData
 from egoeval.tracking.clear import CLEAR
 from egoeval.tracking.hota import ALPHAS, HOTA
 from egoeval.tracking.identity import Identity
@@ -89,7 +88,7 @@ def test_metric_units_on_trackeval_preprocessed_data(tmp_path: Path) -> None:
         theirs, ours = {}, {}
         for seq in TUD:
             data = dataset.get_preprocessed_seq_data(dataset.get_raw_seq_data("oracle", seq), "pedestrian")
-            mine = SequenceData.from_timesteps(data["gt_ids"], data["tracker_ids"], data["similarity_scores"])
+            mine = sequence_data(data["gt_ids"], data["tracker_ids"], data["similarity_scores"])
             theirs[seq] = {ref.get_name(): ref.eval_sequence(data) for ref, _ in pairs}
             ours[seq] = {unit.name: unit.eval_sequence(mine) for _, unit in pairs}
     for ref, unit in pairs:
@@ -278,9 +277,7 @@ def test_row_and_column_sums_are_numpys_bit_for_bit() -> None:
     rng = np.random.default_rng(0)
     shapes = [(1, 1), (1, 9), (9, 1), (200, 1), (3, 7), (8, 8), (12, 130), (130, 12), (5, 300), (40, 2)]
     matrices = [rng.random(s) * (rng.random(s) < 0.6) for s in shapes]
-    data = SequenceData.from_timesteps(
-        [np.arange(m.shape[0]) for m in matrices], [np.arange(m.shape[1]) for m in matrices], matrices
-    )
+    data = sequence_data([np.arange(m.shape[0]) for m in matrices], [np.arange(m.shape[1]) for m in matrices], matrices)
     rows, cols = row_col_sums(data)
     np.testing.assert_array_equal(rows, np.concatenate([m.sum(1) for m in matrices]))
     np.testing.assert_array_equal(cols, np.concatenate([m.sum(0) for m in matrices]))
@@ -293,9 +290,7 @@ def test_forced_assignments_are_what_scipy_returns() -> None:
         shape = tuple(rng.integers(1, 6, 2))
         values = rng.integers(0, 4, shape) * (rng.random(shape) < 0.4)  # small integers: many ties
         matrices.append(values.astype(float))
-    data = SequenceData.from_timesteps(
-        [np.arange(m.shape[0]) for m in matrices], [np.arange(m.shape[1]) for m in matrices], matrices
-    )
+    data = sequence_data([np.arange(m.shape[0]) for m in matrices], [np.arange(m.shape[1]) for m in matrices], matrices)
     forced, matched = forced_matches(data, data.similarity)
     assert 0 < forced.sum() < len(matrices)
     got = {(int(g), int(k)) for g, k in zip(data.pair_gt[matched], data.pair_tracker[matched], strict=True)}

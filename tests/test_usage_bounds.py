@@ -12,12 +12,12 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from openai_server import KeyedPolicy, OpenAIServer, Served
 from test_infer import KEY_ENV, make_items, model_spec, write_stage_inputs
 
 from egoeval.egonormia import estimate as estimate_command
 from egoeval.egonormia.ledger import answer_ledgers
 from egoeval.egonormia.settings import Price
-from egoeval.openai_server import KeyedPolicy, OpenAIServer, Served
 from stages.egonormia import describe as describe_stage
 from stages.egonormia import infer as infer_stage
 

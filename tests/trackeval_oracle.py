@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import trackeval
 
+from egoeval.tracking.base import SequenceData
+
 TRACKER = "oracle"
 METRIC_NAMES = ["HOTA", "CLEAR", "Identity", "Count"]
 
@@ -87,3 +89,32 @@ def assert_same(ours: dict, theirs: dict, where: str = "") -> None:
             got = np.asarray(mine[field], float)
             want = np.asarray(expected, float)
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-9, err_msg=f"{where} {metric}.{field}")
+
+
+def sequence_data(
+    gt_ids: list[np.ndarray], tracker_ids: list[np.ndarray], similarity_scores: list[np.ndarray]
+) -> SequenceData:
+    """A SequenceData from TrackEval's layout: per timestep, gt ids, tracker ids and the (gt x tracker) similarity
+    matrix (what ``get_preprocessed_seq_data`` returns)."""
+    gt_counts = np.array([len(ids) for ids in gt_ids], np.int64)
+    tracker_counts = np.array([len(ids) for ids in tracker_ids], np.int64)
+    gt_offsets = np.concatenate([[0], np.cumsum(gt_counts)])
+    tracker_offsets = np.concatenate([[0], np.cumsum(tracker_counts)])
+    rows, cols, values = [np.empty(0, np.int64)], [np.empty(0, np.int64)], [np.empty(0)]
+    for t, matrix in enumerate(similarity_scores):
+        r, c = np.nonzero(matrix)
+        rows.append(r + gt_offsets[t])
+        cols.append(c + tracker_offsets[t])
+        values.append(matrix[r, c])
+    steps = np.arange(len(gt_ids))
+    return SequenceData.from_arrays(
+        len(gt_ids),
+        len(gt_ids),
+        np.repeat(steps, gt_counts),
+        np.concatenate([np.empty(0, np.int64), *gt_ids]),
+        np.repeat(steps, tracker_counts),
+        np.concatenate([np.empty(0, np.int64), *tracker_ids]),
+        np.concatenate(rows),
+        np.concatenate(cols),
+        np.concatenate(values),
+    )

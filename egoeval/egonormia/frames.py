@@ -1,6 +1,7 @@
 """EgoNormia frames strips, the image of the video setting: the dataset's pinned ``frame_all_prev.jpg``, or a strip
-rendered from the context video (frames at ``fps``, each ``frame_height`` px high, left to right, scaled down only
-when wider than ``max_width``; ``workers`` clips decode in parallel processes, which die with the stage). A missing
+rendered from the context video (frames at ``fps`` read by ``reader``, each ``frame_height`` px high, left to right,
+scaled down only when wider than ``max_width``; ``workers`` clips decode in parallel processes, which die with the
+stage). A missing
 or broken file fails only its own clip. Used by the egonormia_frames stage and bench/frames.py.
 """
 
@@ -22,7 +23,7 @@ from egoeval.errors import InputError
 from egoeval.io.atomic import atomic_write_bytes
 from egoeval.io.paths import data_file
 from egoeval.stage import die_with_parent
-from egoeval.video import encode_jpeg, frame_strip, read_sampled_frames
+from egoeval.video import encode_jpeg, frame_strip, load_frame_reader, read_sampled_frames
 
 INDEX_COLUMNS = ["id", "image", "n_frames", "times", "video_fps", "video_frames", "width", "height", "error"]
 
@@ -48,7 +49,7 @@ def _from_video(clip_id: str, video: str, fetched_dir: Path, out_dir: Path, sett
         if not video:
             raise InputError(where, "clip has no context video (video_prev.mp4)", row=clip_id)
         source = data_file(fetched_dir, video, where, clip_id)
-        sampled = read_sampled_frames(source, settings.fps, settings.frame_height)
+        sampled = read_sampled_frames(source, settings.fps, settings.frame_height, reader=settings.reader)
         strip = frame_strip(sampled.frames, settings.frame_height, settings.max_width)
         image = f"{clip_id}.jpg"
         atomic_write_bytes(out_dir / image, encode_jpeg(strip, settings.jpeg_quality))
@@ -110,8 +111,7 @@ def extract_frames(items: pd.DataFrame, fetched_dir: Path, out_dir: Path, settin
         if workers == 1 or len(clips) < 2:
             rows = [_from_video(*a) for a in tqdm(args, **bar)]
         else:
-            import av  # noqa: F401  (FFmpeg's libraries loaded once, here: the forked workers inherit them)
-
+            load_frame_reader(settings.reader)  # FFmpeg's libraries loaded once, here: the forked workers inherit them
             # workers die with this process, even a SIGKILLed one; an interrupted run does not wait for their clips
             pool = ProcessPoolExecutor(workers, initializer=die_with_parent, initargs=(os.getpid(),))
             try:

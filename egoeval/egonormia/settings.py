@@ -74,10 +74,11 @@ class FramesSettings(Section):
 
     ``source: dataset`` takes the dataset's pinned ``frame_all_prev.jpg`` (what the official runs send);
     ``video`` renders from ``video_prev.mp4`` at ``fps``, each frame ``frame_height`` px high, left to right,
-    scaled down only when the strip would exceed ``max_width`` (at most ``MAX_IMAGE_SIDE``).
+    scaled down only when the strip would exceed ``max_width`` (at most ``MAX_IMAGE_SIDE``), decoded by ``reader``.
     """
 
     source: Literal["dataset", "video"]
+    reader: Literal["decord", "pyav"]  # egoeval.video.FRAME_READERS
     fps: Annotated[float, Field(gt=0, le=30)]
     frame_height: Annotated[int, Field(ge=16, le=MAX_IMAGE_SIDE)]
     max_width: Annotated[int, Field(ge=16, le=MAX_IMAGE_SIDE)]

@@ -112,34 +112,6 @@ class SequenceData:
             num_tracker_ids=len(tracker_unique),
         )
 
-    @classmethod
-    def from_timesteps(
-        cls, gt_ids: list[np.ndarray], tracker_ids: list[np.ndarray], similarity_scores: list[np.ndarray]
-    ) -> SequenceData:
-        """From TrackEval's layout: per timestep, gt ids, tracker ids and the (gt x tracker) similarity matrix."""
-        gt_counts = np.array([len(ids) for ids in gt_ids], np.int64)
-        tracker_counts = np.array([len(ids) for ids in tracker_ids], np.int64)
-        gt_offsets = np.concatenate([[0], np.cumsum(gt_counts)])
-        tracker_offsets = np.concatenate([[0], np.cumsum(tracker_counts)])
-        rows, cols, values = [np.empty(0, np.int64)], [np.empty(0, np.int64)], [np.empty(0)]
-        for t, matrix in enumerate(similarity_scores):
-            r, c = np.nonzero(matrix)
-            rows.append(r + gt_offsets[t])
-            cols.append(c + tracker_offsets[t])
-            values.append(matrix[r, c])
-        steps = np.arange(len(gt_ids))
-        return cls.from_arrays(
-            len(gt_ids),
-            len(gt_ids),
-            np.repeat(steps, gt_counts),
-            np.concatenate([np.empty(0, np.int64), *gt_ids]),
-            np.repeat(steps, tracker_counts),
-            np.concatenate([np.empty(0, np.int64), *tracker_ids]),
-            np.concatenate(rows),
-            np.concatenate(cols),
-            np.concatenate(values),
-        )
-
 
 class Metric(ABC):
     """One metric: per-sequence results from a SequenceData, and their combination over sequences."""

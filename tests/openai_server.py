@@ -1,4 +1,5 @@
-"""A real OpenAI-compatible chat completions server on 127.0.0.1, for tests and benchmarks.
+"""A real OpenAI-compatible chat completions server on 127.0.0.1, for tests and benchmarks (bench/ imports it
+from here; ``python tests/openai_server.py`` serves in the foreground).
 
 ``OpenAIServer`` runs http.server.ThreadingHTTPServer in a background thread on an ephemeral port. It has a fixed
 latency, a scripted answer policy (``PositionPolicy`` answers by position alone, e.g. always option k;

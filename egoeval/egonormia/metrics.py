@@ -1,5 +1,4 @@
-"""EgoNormia's scores: predictions -> metrics/egonormia.json and plots/egonormia/categories.csv (the egonormia_score
-stage).
+"""The egonormia_score stage's work: predictions -> metrics/egonormia.json, its headline rows and the plots' tables.
 
 metrics/egonormia.json: ``{setting: {model: {protocol, dataset, split, excluded, action, justification, both,
 sensible_iou (percent), n, items (the clips of the run, before any exclusion), coverage, parse_failure_rate,

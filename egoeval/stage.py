@@ -6,11 +6,12 @@ Every stage first rolls back an output commit a killed run left half done and re
 A stage stopped by SIGINT (Ctrl-C) or SIGTERM stops at once: what it had staged is removed (the last good outputs
 stay), one line says what was kept, and it exits 128 + the signal's number without waiting for calls in flight.
 Worker processes it started die with it (``die_with_parent``), even when it is killed with SIGKILL.
-A command's help is its docstring as plain text (``help_text``).
+A command's help is its docstring as plain text (``help_text``); a stage's parser is ``stage_parser``.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import signal
@@ -45,6 +46,17 @@ def help_text(doc: str) -> str:
     ``:class:``...) shown as `x`."""
     doc = re.sub(r":[a-z]+:`~?([^`]+)`", lambda m: f"`{m[1].rsplit('.', 1)[-1] if '~' in m[0] else m[1]}`", doc)
     return re.sub(r"``(.+?)``", r"`\1`", doc, flags=re.DOTALL)
+
+
+def stage_parser(doc: str | None) -> argparse.ArgumentParser:
+    """A stage's argument parser: its docstring is the help's description; the usage line names the command as it was
+    run (``python -m stages.<benchmark>.<stage>``)."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    return argparse.ArgumentParser(
+        prog=f"python -m {spec.name}" if spec is not None else None,
+        description=help_text(doc or ""),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
 
 
 def command_env(**extra: str) -> dict[str, str]:

@@ -9,17 +9,16 @@ change to one key re-runs only this check (a second) and the stages that declare
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 from egoeval.io.atomic import atomic_write_text
-from egoeval.stage import run_stage
+from egoeval.stage import run_stage, stage_parser
 
 CHECKED = Path("data/params.checked")
 
 
 def main(argv: list[str] | None = None) -> int:
-    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
+    stage_parser(__doc__).parse_args(argv)
     # run_stage validates params.yaml whole (types, ranges, unknown keys) before the body runs
     return run_stage(lambda: atomic_write_text(CHECKED, "params.yaml: every key known and valid\n"))
 

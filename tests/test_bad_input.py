@@ -19,15 +19,14 @@ from PIL import Image
 
 from egoeval.egohumans.formats import read_det_txt, read_tracking_annotation
 from egoeval.egonormia.artifacts import read_items
-from egoeval.egonormia.inference import run_inference
+from egoeval.egonormia.inference import run_inference, write_responses
+from egoeval.egonormia.predictions import parse_responses
 from egoeval.egonormia.protocols import registry
 from egoeval.egonormia.schema import read_official_json
 from egoeval.egonormia.settings import InferSettings, ModelSpec
 from egoeval.errors import InputError
-from egoeval.stage import command_env
+from egoeval.stage import command_env, run_stage
 from egoeval.tracking.mot import read_mot
-from stages.egonormia import infer as infer_stage
-from stages.egonormia.parse import parse_responses
 
 pytestmark = pytest.mark.bad_input
 CHANCE = [ModelSpec(backend="random", name="chance")]
@@ -118,7 +117,7 @@ def test_the_infer_stage_reports_bad_items_in_one_line_and_writes_nothing(tmp_pa
         tmp_path,
         {"egonormia": {"baselines": [], "infer": {"settings": ["blind"], "seed": 0, "cache_dir": ".cache"}}},
     )
-    assert infer_stage.main([]) == 2
+    assert run_stage(write_responses, benchmark="egonormia") == 2
     where = "data/egonormia/fetched/items.parquet, row clip-1"
     assert capsys.readouterr().err.splitlines() == [f"error: bad input: {where}: justifications must hold 5 strings"]
     assert not Path("data/egonormia/responses.parquet").exists()

@@ -9,7 +9,10 @@ import os
 import pickle
 import re
 import shutil
-from collections.abc import Iterator
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +23,8 @@ import yaml
 from conftest import dvc, official_annotation
 from oracle_env import MotmetricsOracle, assert_equal_to_oracle
 
-from egoeval.egohumans import crossview, fetching, scoring, tracking
+from egoeval.egohumans import crossview, detection, fetching, scoring, tracking
+from egoeval.egohumans.artifacts import SAMPLE
 from egoeval.egohumans.exo import camera_pose, read_exo_calibration
 from egoeval.egohumans.formats import (
     DETECTION_COLUMNS,
@@ -38,14 +42,22 @@ from egoeval.egohumans.official_conversion import (
     released_bbox,
     released_root,
 )
-from egoeval.egohumans.settings import DetectSettings, FetchSettings, SampleSettings, ScoreSettings, TrackerConfig
+from egoeval.egohumans.sample import generate_sample
+from egoeval.egohumans.settings import (
+    DetectSettings,
+    EgoHumansSettings,
+    FetchSettings,
+    SampleSettings,
+    ScoreSettings,
+    TrackerConfig,
+)
 from egoeval.egohumans.views import read_annotations, read_pose_file
 from egoeval.errors import InputError
 from egoeval.io.manifest import read_manifest, verify_manifest, write_manifest
 from egoeval.io.paths import data_roots
-from egoeval.settings import validate_params
+from egoeval.settings import benchmark_settings, validate_params
+from egoeval.stage import run_stage
 from egoeval.tracking.mot import read_mot, write_mot
-from stages.egohumans import detect, fetch, sample, score, track
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL = {"sequences": 2, "frames": 150, "fps": 30, "width": 320, "height": 180, "people": 4, "exo_cameras": 1}
@@ -109,20 +121,26 @@ def _score_settings(**changes: Any) -> ScoreSettings:
     return ScoreSettings(**{**_params()["egohumans"]["score"], **changes})
 
 
+def stage(work: Callable[[EgoHumansSettings], object]) -> int:
+    """A stage's work as its CLI runs it: through the stage shell (params checked first, failures mapped to exit
+    codes), given params.yaml's egohumans section."""
+    return run_stage(lambda: work(benchmark_settings("egohumans")), benchmark="egohumans")
+
+
 @pytest.fixture(scope="module")
 def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """Run every egohumans stage through its CLI in a scratch project folder; yield that folder."""
+    """Run every egohumans stage through the stage shell in a scratch project folder; yield that folder."""
     root = tmp_path_factory.mktemp("egohumans")
     (root / "params.yaml").write_text(yaml.safe_dump(_params()))
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(root)
-        assert sample.main([]) == 0
-        assert fetch.main([]) == 0
+        assert stage(lambda settings: generate_sample(SAMPLE, settings.sample)) == 0
+        assert stage(fetching.write_fetched) == 0
         for mode in MODES:
-            assert detect.main(["--mode", mode]) == 0
+            assert stage(partial(detection.write_detections, mode=mode)) == 0
             for tracker in _params()["egohumans"]["track"]["trackers"]:
-                assert track.main(["--tracker", tracker, "--mode", mode]) == 0
-        assert score.main([]) == 0
+                assert stage(partial(tracking.write_tracks, tracker=tracker, mode=mode)) == 0
+        assert stage(scoring.write_scores) == 0
         yield root
 
 
@@ -131,8 +149,8 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 def test_sample_is_byte_identical_on_rerun(tmp_path: Path) -> None:
     small = SampleSettings(**{**SMALL, "sequences": 1, "frames": 40})
-    sample.generate_sample(tmp_path / "a", small)
-    sample.generate_sample(tmp_path / "b", small)
+    generate_sample(tmp_path / "a", small)
+    generate_sample(tmp_path / "b", small)
     first, second = _tree(tmp_path / "a"), _tree(tmp_path / "b")
     assert first == second
     assert len([name for name in first if name.endswith(".jpg")]) == 40 * VIEWS
@@ -140,7 +158,7 @@ def test_sample_is_byte_identical_on_rerun(tmp_path: Path) -> None:
     assert len([name for name in first if "/fit_poses3d/" in name]) == 40
     names = sorted(n for n in first if n != "manifest.sha256")
     verify_manifest(tmp_path / "a" / "manifest.sha256", tmp_path / "a", names)
-    sample.generate_sample(tmp_path / "c", SampleSettings(**{**SMALL, "sequences": 1, "frames": 40, "seed": 4}))
+    generate_sample(tmp_path / "c", SampleSettings(**{**SMALL, "sequences": 1, "frames": 40, "seed": 4}))
     assert _tree(tmp_path / "c")[ANNOTATION] != first[ANNOTATION]
 
 
@@ -352,7 +370,7 @@ def test_detect_official_without_the_pickle_names_it(pipeline: Path, tmp_path: P
     (source / EXO_PKL).unlink()
     fetching.fetch(_fetch_params(source), tmp_path / "fetched", MODES)
     with pytest.raises(InputError, match=r"no detections_ego_rgb\.pkl or detections_exo\.pkl beside benchmark/sample"):
-        detect.detect("official", tmp_path / "fetched", tmp_path / "official.parquet", _detect_settings(), source)
+        detection.detect("official", tmp_path / "fetched", tmp_path / "official.parquet", _detect_settings(), source)
 
 
 def test_tracks_and_scores(pipeline: Path) -> None:
@@ -407,7 +425,7 @@ def test_a_world_point_twice_is_named(pipeline: Path, tmp_path: Path) -> None:
     points = pd.read_parquet(run / "world.parquet")
     points = pd.concat([points, points.iloc[:1]])
     points.to_parquet(run / "world.parquet")
-    _, tracks = score.read_runs(pipeline / "data/egohumans/fetched/gt", tmp_path, ["multiview-file"])
+    _, tracks = scoring.read_runs(pipeline / "data/egohumans/fetched/gt", tmp_path, ["multiview-file"])
     first = points.iloc[0]
     with pytest.raises(InputError, match=rf"world\.parquet, row {first['sequence']} frame {first['frame']}: .*twice"):
         crossview.with_world_points(tracks["multiview-file"], run)
@@ -440,7 +458,7 @@ def test_tracker_frames_without_detections(pipeline: Path, tmp_path: Path) -> No
 
 @pytest.fixture
 def tiny_fetched(tmp_path: Path) -> Path:
-    sample.generate_sample(tmp_path / "sample", SampleSettings(**{**SMALL, "sequences": 1, "frames": 3}))
+    generate_sample(tmp_path / "sample", SampleSettings(**{**SMALL, "sequences": 1, "frames": 3}))
     fetching.fetch(_fetch_params(tmp_path / "sample"), tmp_path / "fetched", MODES)
     return tmp_path / "fetched"
 
@@ -448,7 +466,7 @@ def tiny_fetched(tmp_path: Path) -> Path:
 def test_yolo_architecture_only_end_to_end(tiny_fetched: Path, tmp_path: Path) -> None:
     settings = _detect_settings(yolo_weights="arch-only", yolo_batch=2, yolo_imgsz=320, yolo_conf=0.001)
     out = tmp_path / "yolo.parquet"
-    detect.detect("yolo", tiny_fetched, out, settings, tiny_fetched.parent / "sample")
+    detection.detect("yolo", tiny_fetched, out, settings, tiny_fetched.parent / "sample")
     table = pd.read_parquet(out)  # random weights: maybe no boxes at all; the plumbing is what is checked
     assert list(table.columns) == DETECTION_COLUMNS
     assert table["frame"].dtype == np.int64 and table["score"].dtype == np.float64
@@ -458,21 +476,21 @@ def test_yolo_architecture_only_end_to_end(tiny_fetched: Path, tmp_path: Path) -
 
 def test_yolo_without_weights_is_a_clear_error(tiny_fetched: Path, tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"egohumans\.detect\.yolo_weights is not set"):
-        detect.detect("yolo", tiny_fetched, tmp_path / "yolo.parquet", _detect_settings(yolo_weights=None), tmp_path)
+        detection.detect("yolo", tiny_fetched, tmp_path / "yolo.parquet", _detect_settings(yolo_weights=None), tmp_path)
     missing = tmp_path / "yolo11n.pt"
     with pytest.raises(InputError, match="names no such file") as err:
         settings = _detect_settings(yolo_weights=str(missing))
-        detect.detect("yolo", tiny_fetched, tmp_path / "yolo.parquet", settings, tmp_path)
+        detection.detect("yolo", tiny_fetched, tmp_path / "yolo.parquet", settings, tmp_path)
     assert str(missing) in str(err.value)
     assert not missing.exists() and not (tmp_path / "yolo.parquet").exists()
 
 
-def test_stage_cli_reports_bad_input(pipeline: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_stage_cli_reports_bad_input(pipeline: Path) -> None:
     """The stage CLI turns the missing-weights error into exit code 2 and a one-line message."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(pipeline)
-        assert detect.main(["--mode", "yolo"]) == 2
-    assert "egohumans.detect.yolo_weights is not set" in capsys.readouterr().err
+    command = [sys.executable, "-m", "stages.egohumans.detect", "--mode", "yolo"]
+    run = subprocess.run(command, cwd=pipeline, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 2, run.stderr
+    assert "egohumans.detect.yolo_weights is not set" in run.stderr and "Traceback" not in run.stderr
 
 
 def merged(*docs: dict[str, Any]) -> dict[str, Any]:
@@ -712,11 +730,11 @@ def test_scrambled_ground_truth_changes_no_track(pipeline: Path, tmp_path: Path)
     write_manifest(root / "manifest.sha256", root, sorted(read_manifest(root / "manifest.sha256")))
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(project)
-        assert fetch.main([]) == 0
+        assert stage(fetching.write_fetched) == 0
         for mode in MODES:
-            assert detect.main(["--mode", mode]) == 0
+            assert stage(partial(detection.write_detections, mode=mode)) == 0
             for tracker in TRACKERS:
-                assert track.main(["--tracker", tracker, "--mode", mode]) == 0
+                assert stage(partial(tracking.write_tracks, tracker=tracker, mode=mode)) == 0
     # the scrambling reached what the scorer reads
     assert _tree(project / "data/egohumans/fetched/gt") != _tree(pipeline / "data/egohumans/fetched/gt")
     before, after = (pd.read_parquet(p / "data/egohumans/fetched/world_roots.parquet") for p in (pipeline, project))
@@ -798,12 +816,12 @@ def _track_every_mode(project: Path, root: Path, modes: list[str]) -> None:
     (project / "params.yaml").write_text(yaml.safe_dump(params))
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(project)
-        assert fetch.main(["--write-manifest", str(root)]) == 0
-        assert fetch.main([]) == 0
+        assert stage(partial(fetching.pin_root, root)) == 0
+        assert stage(fetching.write_fetched) == 0
         for mode in modes:
-            assert detect.main(["--mode", mode]) == 0
+            assert stage(partial(detection.write_detections, mode=mode)) == 0
             for tracker in TRACKERS:
-                assert track.main(["--tracker", tracker, "--mode", mode]) == 0
+                assert stage(partial(tracking.write_tracks, tracker=tracker, mode=mode)) == 0
 
 
 @pytest.mark.slow

@@ -18,6 +18,8 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
+from egoeval.egonormia.fetching import fetch, write_folder_manifest
+from egoeval.egonormia.sample import render_sample
 from egoeval.egonormia.schema import (
     CATEGORIES,
     id_problem,
@@ -31,8 +33,6 @@ from egoeval.egonormia.settings import FetchSettings
 from egoeval.errors import InputError
 from egoeval.io.manifest import read_manifest, write_manifest
 from egoeval.settings import load_settings
-from stages.egonormia.fetch import fetch, write_folder_manifest
-from stages.egonormia.sample import render_sample
 
 REPO = Path(__file__).resolve().parents[1]
 OOD_ROBOT = REPO / "tests" / "data" / "egonormia" / "ood_robot.json"

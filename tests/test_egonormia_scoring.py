@@ -17,6 +17,9 @@ from conftest import EGOEVAL, write_params
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from egoeval.egonormia.artifacts import SUBTASKS
+from egoeval.egonormia.metrics import score, write_metrics
+from egoeval.egonormia.predictions import parse_responses, write_predictions
 from egoeval.egonormia.result_names import results_key, setting_of
 from egoeval.egonormia.scoring import (
     OfficialFormatError,
@@ -31,8 +34,8 @@ from egoeval.egonormia.scoring import (
     set_iou,
 )
 from egoeval.egonormia.settings import ScoreSettings
-from stages.egonormia import parse as parse_stage
-from stages.egonormia import score as score_stage
+from egoeval.settings import benchmark_settings
+from egoeval.stage import run_stage
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -256,14 +259,14 @@ def example_responses() -> pd.DataFrame:
     rows = []
     for k in range(5):
         clip = f"c{k}"
-        perms = {s: list(np.roll([0, 1, 2, 3, 4], k + j)) for j, s in enumerate(parse_stage.SUBTASKS)}
+        perms = {s: list(np.roll([0, 1, 2, 3, 4], k + j)) for j, s in enumerate(SUBTASKS)}
         action = "" if ACTION[k] < 0 else f"Reasoning 1, 2, 3.\nAnswer: {displayed(perms['action'], ACTION[k])}"
         just = f"**Answer:** {'ABCDE'[displayed(perms['justification'], JUST[k]) - 1]}"
         sensible = "Answer: [" + ", ".join(str(displayed(perms["sensible"], s)) for s in SENSIBLE[k]) + "]"
         if k == 2:
             sensible = "I think several could work."
         texts = {"action": action, "justification": just, "sensible": sensible}
-        for subtask in parse_stage.SUBTASKS:
+        for subtask in SUBTASKS:
             error = "timeout" if (k == 2 and subtask == "action") else ""
             rows.append((clip, "blind", "modelA", subtask, perms[subtask], None if error else texts[subtask], error))
             if k != 3:
@@ -292,8 +295,8 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def run_stages(workdir: Path) -> dict[str, bytes]:
-    assert parse_stage.main([]) == 0
-    assert score_stage.main([]) == 0
+    assert run_stage(write_predictions, benchmark="egonormia") == 0
+    assert run_stage(lambda: write_metrics(benchmark_settings("egonormia")), benchmark="egonormia") == 0
     names = [
         "data/egonormia/predictions.parquet",
         "data/egonormia/predictions_eval.json",
@@ -384,13 +387,13 @@ def test_bad_responses_name_the_file_and_row(workdir: Path, capsys: pytest.Captu
     responses = example_responses()
     responses.loc[7, "setting"] = "audio"
     responses.to_parquet(workdir / "data/egonormia/responses.parquet", index=False)
-    assert parse_stage.main([]) == 2
+    assert run_stage(write_predictions, benchmark="egonormia") == 2
     assert "responses.parquet, row 7" in capsys.readouterr().err
 
 
 def test_missing_responses_file(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (workdir / "data/egonormia/responses.parquet").unlink()
-    assert parse_stage.main([]) == 2
+    assert run_stage(write_predictions, benchmark="egonormia") == 2
     assert "responses.parquet: file not found" in capsys.readouterr().err
 
 
@@ -412,15 +415,13 @@ def test_score_rejects_incomplete_predictions(workdir: Path) -> None:
     predictions = pd.read_parquet(workdir / "data/egonormia/predictions.parquet").iloc[1:]
     items = pd.read_parquet(workdir / "data/egonormia/fetched/items.parquet")
     with pytest.raises(ValueError, match="does not cover"):
-        score_stage.score(items, predictions, ScoreSettings(bootstrap_samples=10, bootstrap_seed=0, confidence=0.95))
+        score(items, predictions, ScoreSettings(bootstrap_samples=10, bootstrap_seed=0, confidence=0.95))
 
 
 def test_verified_split_can_be_empty() -> None:
     items = example_items().assign(verified=False)
-    predictions = parse_stage.parse_responses(items, example_responses())
-    metrics, _, _ = score_stage.score(
-        items, predictions, ScoreSettings(bootstrap_samples=10, bootstrap_seed=0, confidence=0.9)
-    )
+    predictions = parse_responses(items, example_responses())
+    metrics, _, _ = score(items, predictions, ScoreSettings(bootstrap_samples=10, bootstrap_seed=0, confidence=0.9))
     verified = metrics["blind"]["modelA"]["verified"]
     assert verified["n"] == 0 and verified["action"] is None and verified["ci95"] is None
 

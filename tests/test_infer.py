@@ -18,12 +18,13 @@ from PIL import Image
 
 from egoeval.egonormia.answers import NONE_OF_THE_ABOVE, displayed_options
 from egoeval.egonormia.artifacts import RESPONSE_COLUMNS
-from egoeval.egonormia.inference import check_failures, run_inference
+from egoeval.egonormia.descriptions import from_dataset, write_descriptions
+from egoeval.egonormia.inference import check_failures, run_inference, write_responses
 from egoeval.egonormia.protocols import Protocol, registry
 from egoeval.egonormia.protocols.egoeval import permutation
 from egoeval.egonormia.settings import InferSettings, ModelSpec
-from stages.egonormia import describe as describe_stage
-from stages.egonormia import infer as infer_stage
+from egoeval.settings import benchmark_settings
+from egoeval.stage import run_stage
 
 KEY_ENV = "EGOEVAL_TEST_API_KEY"
 SECRET = "sk-test-infer-secret-42"
@@ -112,7 +113,7 @@ def infer_params(tmp_path: Path, **extra: Any) -> tuple[InferSettings, Protocol]
 
 
 def descriptions_of(items: pd.DataFrame) -> pd.DataFrame:
-    return describe_stage.from_dataset(items)
+    return from_dataset(items)
 
 
 def stored_answer(row: Any) -> int | list[int]:
@@ -256,6 +257,11 @@ def test_permutations_are_seeded_and_uniform() -> None:
 # ------------------------------------------------------------------ the stage CLIs
 
 
+def describe() -> int:
+    """The describe stage's work through the stage shell, as its CLI runs it."""
+    return run_stage(lambda: write_descriptions(benchmark_settings("egonormia")), benchmark="egonormia")
+
+
 def write_stage_inputs(root: Path, items: pd.DataFrame, model: dict[str, Any], **infer: Any) -> None:
     fetched = root / "data/egonormia/fetched"
     fetched.mkdir(parents=True)
@@ -285,12 +291,12 @@ def test_stage_writes_nothing_when_too_much_failed_and_a_rerun_completes(tmp_pat
     out = Path("data/egonormia/responses.parquet")
     with OpenAIServer(policy=KeyedPolicy.from_items(items), per_request=["500", "500"]) as server:
         write_stage_inputs(tmp_path, items, model_spec(server, max_retries=1))
-        assert describe_stage.main([]) == 0
-        assert infer_stage.main([]) == 75 and not out.exists()
+        assert describe() == 0
+        assert run_stage(write_responses, benchmark="egonormia") == 75 and not out.exists()
         # params.yaml's protocol is official: each action call tried twice, no sensible call after it failed
         assert len(server.requests) == 3 * 3 * 2
         write_stage_inputs_params(tmp_path, model_spec(server, max_retries=3))
-        assert infer_stage.main([]) == 0
+        assert run_stage(write_responses, benchmark="egonormia") == 0
     responses = pd.read_parquet(out)
     assert len(responses) == 27 and (responses["error"] == "").all()
     assert (responses["protocol"] == "official").all()
@@ -312,7 +318,7 @@ def test_describe_from_the_dataset_and_from_a_model(tmp_path: Path, monkeypatch)
     items.loc[1, "description"] = ""
     with OpenAIServer() as server:
         write_stage_inputs(tmp_path, items, model_spec(server))
-        assert describe_stage.main([]) == 0
+        assert describe() == 0
         table = pd.read_parquet("data/egonormia/descriptions.parquet")
         assert list(table.columns) == ["id", "description", "source", "error", "request_key"]
         assert (table["request_key"] == "").all()  # no model was asked
@@ -321,7 +327,7 @@ def test_describe_from_the_dataset_and_from_a_model(tmp_path: Path, monkeypatch)
         params = yaml.safe_load(Path("params.yaml").read_text())
         params["egonormia"]["describe"]["source"] = "model"
         Path("params.yaml").write_text(yaml.safe_dump(params))
-        assert describe_stage.main([]) == 0
+        assert describe() == 0
     table = pd.read_parquet("data/egonormia/descriptions.parquet")
     assert (table["error"] == "").all() and (table["source"] == "model:keyed-vlm").all()
     assert table["request_key"].str.fullmatch("[0-9a-f]{64}").all()  # what the audit replays on another clone

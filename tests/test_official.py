@@ -32,16 +32,16 @@ from openai_server import Fault, OpenAIServer, Served, last_user_text
 
 from egoeval.backends import ChatRequest
 from egoeval.backends.openai import request_body
+from egoeval.egonormia.descriptions import from_dataset
+from egoeval.egonormia.fetching import write_folder_manifest
 from egoeval.egonormia.inference import run_inference
+from egoeval.egonormia.metrics import score
+from egoeval.egonormia.predictions import eval_json, parse_responses
 from egoeval.egonormia.protocols import official, registry
 from egoeval.egonormia.result_names import results_key, setting_of
 from egoeval.egonormia.schema import read_official_json
 from egoeval.egonormia.scoring import score_official
 from egoeval.egonormia.settings import InferSettings, ModelSpec, ScoreSettings
-from stages.egonormia import describe as describe_stage
-from stages.egonormia import parse as parse_stage
-from stages.egonormia import score as score_stage
-from stages.egonormia.fetch import write_folder_manifest
 
 REPO = Path(__file__).resolve().parents[1]
 OOD_ROBOT = REPO / "tests" / "data" / "egonormia" / "ood_robot.json"
@@ -143,13 +143,11 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     infer = InferSettings(settings=SETTINGS, seed=0, max_failure_rate=1.0, cache_dir=str(root / "cache"))
     with OpenAIServer(policy=crafted) as server:
         models = [ModelSpec.model_validate({**spec, "base_url": server.url}) for spec in specs]
-        descriptions = describe_stage.from_dataset(items)
+        descriptions = from_dataset(items)
         responses = run_inference(items, index, frames, descriptions, models, infer, registry()["official"])
         bodies = [request.body for request in server.requests]
-    predictions = parse_stage.parse_responses(items, responses)
-    metrics, _, _ = score_stage.score(
-        items, predictions, ScoreSettings(bootstrap_samples=20, bootstrap_seed=0, confidence=0.9)
-    )
+    predictions = parse_responses(items, responses)
+    metrics, _, _ = score(items, predictions, ScoreSettings(bootstrap_samples=20, bootstrap_seed=0, confidence=0.9))
     images = {c: "data:image/jpeg;base64," + base64.b64encode(jpeg(k)).decode() for k, c in enumerate(items["id"])}
     expected, oracle_bodies = oracle_run(images)
     return {
@@ -191,7 +189,7 @@ def test_the_metrics_equal_the_official_scorers(run: dict[str, Any]) -> None:
 
 
 def test_our_eval_json_scores_the_same(run: dict[str, Any]) -> None:
-    layout = parse_stage.eval_json(run["items"], run["predictions"])
+    layout = eval_json(run["items"], run["predictions"])
     scores = score_official(layout)
     for (setting, model), entries in run["oracle"].items():
         theirs = compute_scores(entries)

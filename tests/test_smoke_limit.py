@@ -20,9 +20,9 @@ from test_egohumans_official_layout import SET, build_official_download
 from egoeval.egohumans.fetching import fetch as egohumans_fetch
 from egoeval.egohumans.fetching import write_root_manifest
 from egoeval.egohumans.settings import FetchSettings as EgoHumansFetch
+from egoeval.egonormia.fetching import fetch
 from egoeval.egonormia.schema import CATEGORIES, N_OPTIONS, limit_items, read_folder, stratified_quotas, stratum
 from egoeval.egonormia.settings import FetchSettings
-from stages.egonormia.fetch import fetch
 
 SAMPLE = REPO / "data" / "egonormia" / "sample"
 STRATA = (*CATEGORIES, "none")

@@ -12,12 +12,12 @@ import pytest
 import yaml
 
 from egoeval.egohumans import fetching
+from egoeval.egohumans.sample import generate_sample
 from egoeval.egohumans.settings import FetchSettings, SampleSettings, TrackerConfig, packaged_trackers
 from egoeval.egohumans.trackers import OWN
 from egoeval.egohumans.tracking import track, track_sequence
 from egoeval.errors import InputError, ParamsError
 from egoeval.settings import validate_params
-from stages.egohumans import sample
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -86,7 +86,7 @@ def test_tracker_settings_are_checked_against_the_packaged_yaml() -> None:
 def test_botsort_camera_motion_compensation_uses_the_frames(tmp_path: Path) -> None:
     params = yaml.safe_load((REPO / "params.yaml").read_text())["egohumans"]
     small = {**params["sample"], "sequences": 1, "frames": 12, "width": 320, "height": 180}
-    sample.generate_sample(tmp_path / "sample", SampleSettings(**small))
+    generate_sample(tmp_path / "sample", SampleSettings(**small))
     root = tmp_path / "sample"
     fetch_settings = FetchSettings(**{**params["fetch"], "path": str(root), "manifest": str(root / "manifest.sha256")})
     fetching.fetch(fetch_settings, tmp_path / "fetched", ["gt", "official"])

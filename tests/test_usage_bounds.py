@@ -13,13 +13,13 @@ from typing import Any
 import pandas as pd
 import pytest
 from openai_server import KeyedPolicy, OpenAIServer, Served
-from test_infer import KEY_ENV, make_items, model_spec, write_stage_inputs
+from test_infer import KEY_ENV, describe, make_items, model_spec, write_stage_inputs
 
 from egoeval.egonormia import estimate as estimate_command
+from egoeval.egonormia.inference import write_responses
 from egoeval.egonormia.ledger import answer_ledgers
 from egoeval.egonormia.settings import Price
-from stages.egonormia import describe as describe_stage
-from stages.egonormia import infer as infer_stage
+from egoeval.stage import run_stage
 
 RESPONSES = Path("data/egonormia/responses.parquet")
 PRICE = {"input": 2.5, "output": 10.0}
@@ -60,8 +60,8 @@ def test_usage_out_of_bounds_from_the_endpoint_and_the_cache_is_dropped_and_said
     items = make_items(2)
     with OpenAIServer(policy=OddUsage(KeyedPolicy.from_items(items))) as server:
         write_stage_inputs(tmp_path, items, model_spec(server, price=PRICE))
-        assert describe_stage.main([]) == 0
-        assert infer_stage.main([]) == 0
+        assert describe() == 0
+        assert run_stage(write_responses, benchmark="egonormia") == 0
         sent = len(server.requests)
     err = capsys.readouterr().err
     assert "Traceback" not in err
@@ -91,7 +91,7 @@ def test_usage_out_of_bounds_from_the_endpoint_and_the_cache_is_dropped_and_said
             meta = json.loads(meta) | {"prompt_tokens": 10**30, "completion_tokens": -1}
             db.execute("UPDATE responses SET meta = ? WHERE key = ?", (json.dumps(meta), key))
     before = RESPONSES.read_bytes()
-    assert infer_stage.main([]) == 0  # the server is gone: every answer came from the cache
+    assert run_stage(write_responses, benchmark="egonormia") == 0  # the server is gone: every answer is cached
     err = capsys.readouterr().err
     assert "Traceback" not in err and f"dropped {2 * len(rows)} usage token counts" in err
     assert "from the response cache" in err

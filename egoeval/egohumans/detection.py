@@ -9,8 +9,9 @@ boxes, ``gt`` and ``official`` feed a tracker the same inputs. Only ``file`` car
 detector's). ``file``: detections the user brings (``egohumans.fetch.detections``: a pickle in any layout mmtracking's
 MOTChallenge dataset accepts, det.txt files or a parquet table). ``yolo``: an ultralytics YOLO model over the frames,
 person class only, in batches, from a local weights file (never a download) or the untrained architecture
-(``arch-only``). Pickles are read with the restricted unpickler only. Used by the egohumans_detect stage and by its
-sharded form (egohumans/scale_out.py).
+(``arch-only``). Pickles are read with the restricted unpickler only. Used by the egohumans_detect stage
+(``write_detections``: ``data/egohumans/detections/<mode>.parquet``, columns sequence, frame, x, y, w, h, score) and
+by its sharded form (egohumans/scale_out.py).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from egoeval.egohumans.artifacts import DETECTIONS, IMAGES
+from egoeval.egohumans.artifacts import DETECTIONS, FETCHED, IMAGES
 from egoeval.egohumans.formats import (
     DETECTION_COLUMNS,
     DETECTION_MODES,
@@ -31,7 +32,7 @@ from egoeval.egohumans.formats import (
     read_detections_parquet,
     sort_detections,
 )
-from egoeval.egohumans.settings import DetectSettings
+from egoeval.egohumans.settings import DetectSettings, EgoHumansSettings
 from egoeval.errors import InputError
 from egoeval.io.atomic import write_parquet
 from egoeval.io.bounded import read_json, read_parquet
@@ -191,3 +192,9 @@ def detect(
     table = detections(mode, fetched, settings, data_root, arch_only)
     write_parquet(out_path, table[DETECTION_COLUMNS])
     return table
+
+
+def write_detections(settings: EgoHumansSettings, mode: str, arch_only: bool = False) -> None:
+    """The egohumans_detect stage: ``mode``'s boxes over the fetched sequences -> ``OUT_DIR/<mode>.parquet``."""
+    table = detect(mode, FETCHED, OUT_DIR / f"{mode}.parquet", settings.detect, Path(settings.fetch.path), arch_only)
+    print(f"{mode}: {len(table)} boxes over {table['sequence'].nunique()} sequences")

@@ -33,6 +33,7 @@ calibration, detections) in parallel, using params.yaml's annotation, modality a
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -55,7 +56,7 @@ from egoeval.egohumans.formats import (
     read_detections_parquet,
     sort_detections,
 )
-from egoeval.egohumans.settings import FetchSettings
+from egoeval.egohumans.settings import EgoHumansSettings, FetchSettings
 from egoeval.egohumans.views import (
     annotation_names,
     official_detections_names,
@@ -275,3 +276,16 @@ def write_root_manifest(
         names += user_detections(root, settings, data_roots(root), required=False)
     write_manifest(manifest or root / "manifest.sha256", root, names)
     return names
+
+
+def write_fetched(settings: EgoHumansSettings) -> None:
+    """The egohumans_fetch stage: fetch into ``OUT_DIR`` and say what came."""
+    summary = fetch(settings.fetch, OUT_DIR, settings.detect.modes)
+    found = [kind for kind, name in summary["detections"].items() if name]
+    print(f"fetched {len(summary['sequences'])} sequences (detections: {found or 'none'}) to {OUT_DIR}")
+
+
+def pin_root(root: Path, settings: EgoHumansSettings, manifest: Path | None = None) -> None:
+    """``--write-manifest``: pin the data root ``root`` (``write_root_manifest``) and say how many files."""
+    names = write_root_manifest(root, settings.fetch, settings.detect.modes, manifest)
+    print(f"pinned {len(names)} files under {root}", file=sys.stderr)

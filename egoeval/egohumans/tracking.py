@@ -26,10 +26,10 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from egoeval.egohumans.artifacts import WORLD_POINTS
+from egoeval.egohumans.artifacts import DETECTIONS, FETCHED, TRACKS, WORLD_POINTS
 from egoeval.egohumans.exo import camera_pose
 from egoeval.egohumans.formats import ROOT_COLUMNS, read_detections_parquet
-from egoeval.egohumans.settings import TrackerConfig
+from egoeval.egohumans.settings import EgoHumansSettings, TrackerConfig
 from egoeval.egohumans.trackers import make_tracker, places_people, tracks_takes, uses_cameras, uses_frames
 from egoeval.egohumans.trackers.egomotion import CameraPose
 from egoeval.egohumans.trackers.multiview import METRIC_COLUMNS, check_views, link_views, local_settings
@@ -39,6 +39,7 @@ from egoeval.io.atomic import write_parquet
 from egoeval.io.bounded import read_json, read_parquet
 from egoeval.io.commit import replaced_dir
 from egoeval.io.paths import data_roots
+from egoeval.settings import PARAMS_FILE
 from egoeval.tracking.mot import write_mot
 from egoeval.video import read_pinned_image
 
@@ -266,3 +267,16 @@ def track(
         world = pd.concat([pd.DataFrame(columns=WORLD_POINT_COLUMNS), *points], ignore_index=True)
         write_parquet(work / WORLD_POINTS, world.astype({"sequence": "str", "frame": np.int64, "id": np.int64}))
     return total
+
+
+def write_tracks(settings: EgoHumansSettings, tracker: str, mode: str) -> None:
+    """The egohumans_track stage: the tracker ``tracker`` (a key of egohumans.track.config) over ``mode``'s
+    detections -> ``data/egohumans/tracks/<tracker>-<mode>/``."""
+    configured = settings.track.config
+    if tracker not in configured:
+        known = ", ".join(sorted(configured))
+        raise InputError(PARAMS_FILE, f"--tracker {tracker!r}: not a key of egohumans.track.config ({known})")
+    run = f"{tracker}-{mode}"
+    detections = DETECTIONS / f"{mode}.parquet"
+    rows = track(tracker, configured[tracker], detections, FETCHED, TRACKS / run, Path(settings.fetch.path))
+    print(f"{run}: {rows} track boxes")

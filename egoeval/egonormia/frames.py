@@ -1,8 +1,9 @@
 """EgoNormia frames strips, the image of the video setting: the dataset's pinned ``frame_all_prev.jpg``, or a strip
 rendered from the context video (frames at ``fps`` read by ``reader``, each ``frame_height`` px high, left to right,
 scaled down only when wider than ``max_width``; ``workers`` clips decode in parallel processes, which die with the
-stage). A missing
-or broken file fails only its own clip. Used by the egonormia_frames stage and bench/frames.py.
+stage). A missing or broken file fails only its clip: the index records the reason and the other clips go on. Used by
+the egonormia_frames stage (``write_frames``: data/egonormia/frames/<id>.jpg and data/egonormia/frames/index.parquet,
+columns id, image, n_frames, times, video_fps, video_frames, width, height, error) and bench/frames.py.
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ import pandas as pd
 from PIL import Image
 from tqdm import tqdm
 
+from egoeval.egonormia.artifacts import FETCHED, FRAMES, ITEMS, read_table
 from egoeval.egonormia.settings import FramesSettings
 from egoeval.errors import InputError
-from egoeval.io.atomic import atomic_write_bytes
+from egoeval.io.atomic import atomic_write_bytes, write_parquet
+from egoeval.io.commit import replaced_dir
 from egoeval.io.paths import data_file
 from egoeval.stage import die_with_parent
 from egoeval.video import encode_jpeg, frame_strip, load_frame_reader, read_sampled_frames
@@ -122,3 +125,15 @@ def extract_frames(items: pd.DataFrame, fetched_dir: Path, out_dir: Path, settin
             pool.shutdown()
     index = pd.DataFrame(rows, columns=INDEX_COLUMNS)
     return index.sort_values("id", ignore_index=True)
+
+
+def write_frames(settings: FramesSettings) -> None:
+    """The egonormia_frames stage: every clip's strip and the index, replacing data/egonormia/frames/ as a whole."""
+    items = read_table(ITEMS, ["id", "video", "strip"])
+    with replaced_dir(FRAMES) as work:
+        index = extract_frames(items, FETCHED, work, settings)
+        write_parquet(work / "index.parquet", index)
+    failed = index[index["error"] != ""]
+    for row in failed.itertuples(index=False):
+        print(f"frames: {row.id}: {row.error}", file=sys.stderr)
+    print(f"frames: {len(index) - len(failed)} of {len(index)} clips extracted", file=sys.stderr)

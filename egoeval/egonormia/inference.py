@@ -4,7 +4,27 @@ The protocol (``egonormia.protocol``, ``egoeval.egonormia.protocols``) decides t
 setting x model (the units of work), their requests, and which calls are made (a call it does not make is
 recorded with an error starting ``not sent: ``). Units run concurrently (a thread pool per model, paced by its
 adaptive limiter); every call goes through the durable response cache, whose key includes the protocol's name.
-Used by the egonormia_infer stage and by its sharded form (flows/shard.py).
+Used by the egonormia_infer stage (``write_responses``) and by its sharded form (flows/shard.py).
+
+The infer stage: ``official`` asks what the official evaluation code asks, call for call; ``egoeval`` asks the
+action question then, in the same conversation, the justification question, and the sensible question in a
+conversation of its own. Every call goes through the durable response cache at ``<cache_dir>/responses.sqlite``
+(outside DVC's outs), so a rerun after a crash pays only for what is missing. ``$EGOEVAL_CACHE_DIR`` overrides the
+cache folder; ``EGOEVAL_CACHE_ONLY=1`` replays cached answers only (a miss is recorded as an error, nothing is sent:
+the audit re-derives results this way). A baseline skips the settings it cannot do. Output:
+data/egonormia/responses.parquet, one row per (id, setting, model, subtask), with its protocol, the model the
+endpoint named as serving the reply (a warning says when that is not the requested one) and the endpoint's
+``usage`` for the call (``prompt_tokens``, ``completion_tokens``, as the response cache stored it: the score stage's
+ledger). A request the endpoint refuses (HTTP 400) is that answer's failure. The stage writes nothing and fails
+when more than ``max_failure_rate`` of the answers failed (exit 75), or at once when every call would fail alike
+(exit 2: a wrong key, URL or model, the first calls all refused alike; exit 75: nothing answers at ``base_url``);
+the cached successes make the rerun cheap. A model of backend ``openai_batch`` is asked through the OpenAI Batch
+API, one batch per round of calls; each batch's request file is kept in data/egonormia/batches/ (an audit record of
+what was asked and paid for; empty for other backends), and a rerun after a crash resumes the batches already
+submitted (``egoeval.backends.batch``). Each run writes its ledger per model (calls sent, cache hits, retries, the
+endpoint's ``usage`` tokens, latency p50 / p95, cost at ``egonormia.model.price``) to
+``<cache_dir>/ledger-egonormia_infer.json``, beside the cache and outside DVC's outputs: its numbers depend on the
+cache and the endpoint's timing, so the outputs stay reproducible.
 """
 
 from __future__ import annotations
@@ -26,12 +46,14 @@ from egoeval.backends.usage import DROPPED
 from egoeval.cache import ResponseCache, cache_file, cache_only
 from egoeval.egonormia.artifacts import (
     BATCHES,
+    BATCHES_NOTE,
     DESCRIPTIONS,
     FRAMES,
     ITEMS,
     NO_DESCRIPTION,
     NOT_SENT,
     RESPONSE_COLUMNS,
+    RESPONSES,
     USAGE_COLUMNS,
     FrameStore,
     Unavailable,
@@ -41,7 +63,7 @@ from egoeval.egonormia.artifacts import (
 from egoeval.egonormia.protocols import Answer, Ask, Clip, Conversation, Protocol, Scene, registry
 from egoeval.egonormia.settings import EgoNormiaSettings, InferSettings, ModelSpec
 from egoeval.errors import TransientFailure
-from egoeval.io.atomic import write_json
+from egoeval.io.atomic import write_json, write_parquet
 from egoeval.settings import PARAMS_FILE, benchmark_settings
 
 LEDGER_FILE = "ledger-egonormia_infer.json"
@@ -241,3 +263,16 @@ def inference_inputs(root: Path = Path(".")) -> InferenceInputs:
         registry()[settings.protocol],
         root,
     )
+
+
+def write_responses() -> None:
+    """The egonormia_infer stage: ask every question, check the failure rate, write data/egonormia/responses.parquet."""
+    inputs = inference_inputs()
+    BATCHES.mkdir(parents=True, exist_ok=True)  # a declared output: request files, when a model is batched
+    if not (BATCHES / "README.txt").is_file():
+        (BATCHES / "README.txt").write_text(BATCHES_NOTE)
+    responses = run_inference(*inputs, ledger=True)
+    check_failures(responses, inputs.infer.max_failure_rate)
+    write_parquet(RESPONSES, responses)
+    failed = int((responses["error"] != "").sum())
+    print(f"infer: {len(responses) - failed} of {len(responses)} answers, written to {RESPONSES}", file=sys.stderr)

@@ -1,43 +1,19 @@
 """Stage egonormia_frames: one JPEG frames strip per clip, the image of the video setting.
 
-``egonormia.frames.source``: ``dataset`` copies the dataset's pinned ``frame_all_prev.jpg`` (fetched as
-``strips/<id>.jpg``), the image the official runs send; ``video`` renders it from the context video
-``video_prev.mp4``: frames at ``fps``, each ``frame_height`` px high, left to right, scaled down only when the
-strip would be wider than ``max_width``; ``workers`` clips decode in parallel (processes).
-A missing or broken file fails only its own clip: the index records the reason and the other clips go on.
-Outputs: data/egonormia/frames/<id>.jpg and data/egonormia/frames/index.parquet
-(id, image, n_frames, times, video_fps, video_frames, width, height, error).
+``egonormia.frames.source``: ``dataset`` copies the dataset's pinned strip; ``video`` renders it from the context
+video. Outputs data/egonormia/frames/<id>.jpg and its index.parquet: egoeval.egonormia.frames.
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
-
-from egoeval.egonormia.artifacts import FETCHED, FRAMES, ITEMS, read_table
-from egoeval.egonormia.frames import extract_frames
-from egoeval.egonormia.settings import FramesSettings
-from egoeval.io.atomic import write_parquet
-from egoeval.io.commit import replaced_dir
+from egoeval.egonormia.frames import write_frames
 from egoeval.settings import benchmark_settings
-from egoeval.stage import run_stage
+from egoeval.stage import run_stage, stage_parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    argparse.ArgumentParser(description=__doc__).parse_args(argv)
-
-    def run() -> None:
-        settings: FramesSettings = benchmark_settings("egonormia").frames
-        items = read_table(ITEMS, ["id", "video", "strip"])
-        with replaced_dir(FRAMES) as work:
-            index = extract_frames(items, FETCHED, work, settings)
-            write_parquet(work / "index.parquet", index)
-        failed = index[index["error"] != ""]
-        for row in failed.itertuples(index=False):
-            print(f"frames: {row.id}: {row.error}", file=sys.stderr)
-        print(f"frames: {len(index) - len(failed)} of {len(index)} clips extracted", file=sys.stderr)
-
-    return run_stage(run, benchmark="egonormia")
+    stage_parser(__doc__).parse_args(argv)
+    return run_stage(lambda: write_frames(benchmark_settings("egonormia").frames), benchmark="egonormia")
 
 
 if __name__ == "__main__":

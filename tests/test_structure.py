@@ -1,0 +1,76 @@
+"""The layout the code keeps: a stage is a CLI (at most 30 lines: it parses its arguments and calls its benchmark's
+library), and the tests and benchmarks use that library, never ``stages`` (they may run a stage as a process,
+``python -m stages.<benchmark>.<stage>``)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from conftest import REPO
+
+MAX_STAGE_LINES = 30
+IMPORTERS = ("import_module", "run_module", "__import__")  # importlib, runpy and the builtin: imports by name
+
+
+def long_stage_modules(root: Path) -> dict[str, int]:
+    """Every module under ``root/stages`` longer than MAX_STAGE_LINES, with its line count (as ``wc -l`` counts,
+    a last line without its newline counted too)."""
+    counts = {
+        path.relative_to(root).as_posix(): len(path.read_text().splitlines())
+        for path in sorted((root / "stages").rglob("*.py"))
+    }
+    return {name: lines for name, lines in counts.items() if lines > MAX_STAGE_LINES}
+
+
+def _is_stages(module: str | None) -> bool:
+    return module is not None and (module == "stages" or module.startswith("stages."))
+
+
+def stage_imports(root: Path, folders: tuple[str, ...] = ("tests", "bench")) -> list[str]:
+    """``file:line`` of every import of ``stages`` under ``folders``: import statements and imports by name
+    (``importlib.import_module("stages...")``, ``runpy.run_module``, ``__import__``)."""
+    found = []
+    for folder in folders:
+        for path in sorted((root / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if isinstance(node, ast.Import):
+                    hit = any(_is_stages(alias.name) for alias in node.names)
+                elif isinstance(node, ast.ImportFrom):
+                    hit = node.level == 0 and _is_stages(node.module)
+                elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+                    called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+                    hit = called in IMPORTERS and isinstance(node.args[0].value, str) and _is_stages(node.args[0].value)
+                else:
+                    continue
+                if hit:
+                    found.append(f"{path.relative_to(root).as_posix()}:{node.lineno}")
+    return sorted(found)
+
+
+def test_every_stage_module_is_at_most_30_lines() -> None:
+    assert (REPO / "stages" / "egonormia" / "infer.py").is_file(), "the stages are where the check looks"
+    assert long_stage_modules(REPO) == {}, "a stage parses its arguments and calls its library: move the rest there"
+
+
+def test_tests_and_benchmarks_never_import_stages() -> None:
+    assert stage_imports(REPO) == [], "import the library (egoeval/<benchmark>/), or run the stage as a process"
+
+
+def test_the_checks_fail_on_a_long_stage_and_on_every_kind_of_stage_import(tmp_path: Path) -> None:
+    (tmp_path / "stages" / "toy").mkdir(parents=True)
+    (tmp_path / "stages" / "toy" / "short.py").write_text("x = 1\n" * MAX_STAGE_LINES)
+    (tmp_path / "stages" / "toy" / "long.py").write_text("x = 1\n" * MAX_STAGE_LINES + "y = 2")  # no last newline
+    assert long_stage_modules(tmp_path) == {"stages/toy/long.py": MAX_STAGE_LINES + 1}
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "tests" / "test_fine.py").write_text(
+        "import subprocess, sys\nimport stages_helper\nfrom egoeval.stage import run_stage\nfrom . import stages\n"
+        "subprocess.run([sys.executable, '-m', 'stages.toy.long'])\n"
+    )
+    (tmp_path / "tests" / "test_bad.py").write_text(
+        "import stages.toy.long\nfrom stages.toy import long\nfrom stages import toy\nimport importlib, runpy\n"
+        "importlib.import_module('stages.toy.long')\nrunpy.run_module('stages.toy.long')\n"
+    )
+    (tmp_path / "bench" / "bad.py").write_text("def f():\n    from stages.toy.long import x\n")
+    assert stage_imports(tmp_path) == ["bench/bad.py:2", *(f"tests/test_bad.py:{n}" for n in (1, 2, 3, 5, 6))]

@@ -25,7 +25,7 @@ from pathlib import Path
 import yaml
 
 from bench import save
-from egoeval.pipeline import pipeline_stages
+from egoeval.dvc_project import pipeline_stages
 
 ROOT = Path(__file__).resolve().parent.parent
 DVC = str(Path(sys.executable).with_name("dvc"))

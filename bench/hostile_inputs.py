@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from bench import OUT, save
-from egoeval.stage import command_env
+from egoeval.stage_shell import command_env
 
 IMAGES = 47_740  # EgoHumans' test images (ego RGB)
 PEOPLE = 4  # boxes per image in the real-size pickle

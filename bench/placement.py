@@ -48,7 +48,7 @@ from egoeval.egohumans.trackers.placement import (
 )
 from egoeval.egohumans.tracking import camera_poses, track
 from egoeval.settings import load_settings
-from egoeval.stage import command_env
+from egoeval.stage_shell import command_env
 from egoeval.tracking.mot import read_mot
 
 REPO = Path(__file__).resolve().parents[1]

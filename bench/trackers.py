@@ -25,7 +25,7 @@ from egoeval.egohumans.trackers import places_people, tracks_takes
 from egoeval.egohumans.trackers.placement import take_planes
 from egoeval.egohumans.tracking import camera_poses, image_size, track_sequence, track_views
 from egoeval.settings import load_settings
-from egoeval.stage import command_env
+from egoeval.stage_shell import command_env
 
 REPO = Path(__file__).resolve().parents[1]
 REPEATS = 3

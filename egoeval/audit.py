@@ -47,12 +47,19 @@ from egoeval.cache import (
     ResponseCache,
     cache_file,
 )
+from egoeval.dvc_project import (
+    StageInfo,
+    benchmark_metrics,
+    copy_workspace,
+    pinned_output,
+    pipeline_stages,
+    with_upstream,
+)
 from egoeval.errors import InputError
 from egoeval.findings import Findings, compare_numbers
 from egoeval.io.dvc_lock import read_lock
-from egoeval.pipeline import StageInfo, benchmark_metrics, copy_workspace, pinned_output, pipeline_stages, with_upstream
 from egoeval.reported import flatten_dotted, read_metrics
-from egoeval.stage import command_env, help_text
+from egoeval.stage_shell import command_env, help_text
 
 # ------------------------------------------------------------------------------------ 1. the workspace vs dvc.lock
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from egoeval.errors import InputError, TransientFailure
-from egoeval.stage import KEPT
+from egoeval.stage_shell import KEPT
 
 CACHE_DIR_ENV = "EGOEVAL_CACHE_DIR"  # overrides params' cache_dir (e.g. the audit points at the original's cache)
 CACHE_ONLY_ENV = "EGOEVAL_CACHE_ONLY"  # "1": answer from the cache only; a miss is an error, nothing is sent

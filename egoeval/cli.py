@@ -22,7 +22,7 @@ SHARED_COMMANDS: dict[str, tuple[str, str, str]] = {
     "check-params": ("egoeval.cli", "check_params", "validate params.yaml (types, ranges, unknown keys)"),
     "audit": ("egoeval.audit", "main", "check that reported numbers reproduce from pinned inputs"),
     "compare": ("egoeval.compare", "main", "print reported numbers beside the published ones"),
-    "report": ("egoeval.report", "main", "write every benchmark's results as one self-contained HTML page"),
+    "report": ("egoeval.report_page", "main", "write every benchmark's results as one self-contained HTML page"),
 }
 
 

@@ -15,12 +15,12 @@ from egoeval.errors import InputError
 from egoeval.io.bounded import read_json
 from egoeval.reported import read_metrics
 from egoeval.settings import PARAMS_FILE
-from egoeval.stage import help_text
+from egoeval.stage_shell import help_text
 
 
 def benchmark_of(path: Path, root: Path = Path(".")) -> str:
     """The benchmark a metrics file belongs to (dvc.yaml's ``meta.benchmark``, else the file name)."""
-    from egoeval.pipeline import benchmark_metrics, pipeline_stages
+    from egoeval.dvc_project import benchmark_metrics, pipeline_stages
 
     try:
         for benchmark, files in benchmark_metrics(pipeline_stages(root)).items():

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from egoeval.paired import formatted
+from egoeval.significance import formatted
 
 
 def esc(value: object) -> str:
@@ -35,6 +35,6 @@ def fmt(value: Any, digits: int = 1) -> str:
 
 
 def paired_table(paired: pd.DataFrame) -> str:
-    """A paired.csv (``egoeval.paired``) as the report's table, with the model columns."""
+    """A paired.csv (``egoeval.significance``) as the report's table, with the model columns."""
     header, *rows = formatted(paired, models=True)
     return table(header, ([esc(cell) for cell in row] for row in rows), "paired")

@@ -36,9 +36,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed, Failed, State
 from prefect.tasks import exponential_backoff
 
-from egoeval.errors import EXIT_BAD_INPUT, EXIT_TRANSIENT, InputError, TransientFailure
-from egoeval.io.atomic import atomic_write_text
-from egoeval.pipeline import (
+from egoeval.dvc_project import (
     StageInfo,
     benchmark_metrics,
     lock_snapshot,
@@ -47,11 +45,13 @@ from egoeval.pipeline import (
     stage_state,
     with_upstream,
 )
+from egoeval.errors import EXIT_BAD_INPUT, EXIT_TRANSIENT, InputError, TransientFailure
+from egoeval.io.atomic import atomic_write_text
 from egoeval.reported import load_json
 from egoeval.settings import FlowsSettings
-from egoeval.stage import command_env
+from egoeval.stage_shell import command_env
 from flows.config import REPORT_ARTIFACT_KEY, REPORT_FILE, baseline_lock, flow_settings
-from flows.report import build_report
+from flows.nightly_report import build_report
 
 _EXIT_RE = re.compile(r"exited with (-?\d+)\s*$")  # DVC: "failed to run: <cmd>, exited with <code>"
 

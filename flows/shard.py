@@ -25,8 +25,8 @@ from prefect.client.orchestration import get_client
 from prefect_dask import DaskTaskRunner
 
 from egoeval.benchmarks import ScaleOut, benchmark, benchmark_names
+from egoeval.dvc_project import pipeline_stages
 from egoeval.errors import InputError
-from egoeval.pipeline import pipeline_stages
 from flows.config import flow_settings
 
 

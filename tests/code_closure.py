@@ -8,7 +8,7 @@ import os
 import shlex
 from pathlib import Path
 
-from egoeval.pipeline import StageInfo
+from egoeval.dvc_project import StageInfo
 
 PACKAGES = ("egoeval", "stages", "flows")  # the project's own code; anything else is an installed package
 

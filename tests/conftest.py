@@ -23,7 +23,7 @@ import yaml
 from oracle_env import MotmetricsOracle, OracleUnavailable
 from oracle_env import build as build_oracle_env
 
-from egoeval.stage import command_env
+from egoeval.stage_shell import command_env
 
 REPO = Path(__file__).resolve().parents[1]
 TEST_DATA = REPO / "tests" / "data"  # real fixtures with their source and licence (README there)

@@ -16,11 +16,11 @@ import yaml
 from conftest import tool_env
 
 from egoeval.audit import main, read_report, run_stages
+from egoeval.dvc_project import StageInfo, pinned_output, pipeline_stages
 from egoeval.egohumans.audit import compare_tracks
 from egoeval.egonormia.audit import compare_eval_json
 from egoeval.errors import InputError
 from egoeval.findings import Findings
-from egoeval.pipeline import StageInfo, pinned_output, pipeline_stages
 
 RUN = "bytetrack-file"  # a tracking run of the bundled sample
 BENCHMARKS = ("egonormia", "egohumans")

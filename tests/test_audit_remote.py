@@ -11,7 +11,7 @@ import pytest
 from conftest import dvc, tool_env, write_params
 from openai_server import OpenAIServer
 
-from egoeval.pipeline import pinned_output
+from egoeval.dvc_project import pinned_output
 
 pytestmark = pytest.mark.slow
 KEY_ENV = "EGOEVAL_REMOTE_TEST_KEY"

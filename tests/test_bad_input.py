@@ -25,7 +25,7 @@ from egoeval.egonormia.protocols import registry
 from egoeval.egonormia.schema import read_official_json
 from egoeval.egonormia.settings import InferSettings, ModelSpec
 from egoeval.errors import InputError
-from egoeval.stage import command_env, run_stage
+from egoeval.stage_shell import command_env, run_stage
 from egoeval.tracking.mot import read_mot
 
 pytestmark = pytest.mark.bad_input

@@ -11,7 +11,7 @@ import yaml
 from code_closure import code_files, covered, key_covered, runs_code, undeclared_code
 from conftest import REPO, copy_repo, dvc, trace_file
 
-from egoeval.pipeline import StageInfo, pipeline_stages
+from egoeval.dvc_project import StageInfo, pipeline_stages
 
 STAGES = pipeline_stages(REPO)
 

@@ -56,7 +56,7 @@ from egoeval.errors import InputError
 from egoeval.io.manifest import read_manifest, verify_manifest, write_manifest
 from egoeval.io.paths import data_roots
 from egoeval.settings import benchmark_settings, validate_params
-from egoeval.stage import run_stage
+from egoeval.stage_shell import run_stage
 from egoeval.tracking.mot import read_mot, write_mot
 
 REPO = Path(__file__).resolve().parents[1]

@@ -35,7 +35,7 @@ from egoeval.egonormia.scoring import (
 )
 from egoeval.egonormia.settings import ScoreSettings
 from egoeval.settings import benchmark_settings
-from egoeval.stage import run_stage
+from egoeval.stage_shell import run_stage
 
 REPO = Path(__file__).resolve().parents[1]
 

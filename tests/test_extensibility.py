@@ -17,7 +17,7 @@ import yaml
 from code_closure import undeclared_code
 from conftest import REPO, dvc, nightly_env, tool_env
 
-from egoeval.pipeline import pipeline_stages
+from egoeval.dvc_project import pipeline_stages
 
 TOY_FILES = {
     "egoeval/toy/__init__.py": "",
@@ -67,7 +67,7 @@ def write_metrics(threshold: float) -> None:
 """Stage toy_score: metrics/toy.json."""
 
 from egoeval.settings import benchmark_settings
-from egoeval.stage import run_stage
+from egoeval.stage_shell import run_stage
 from egoeval.toy.scoring import write_metrics
 
 if __name__ == "__main__":
@@ -76,8 +76,8 @@ if __name__ == "__main__":
     "stages/toy/report.py": '''\
 """Stage toy_report: the toy's part of the report page, reports/fragments/toy.json."""
 
-from egoeval.report import write_fragment
-from egoeval.stage import run_stage
+from egoeval.report_page import write_fragment
+from egoeval.stage_shell import run_stage
 
 if __name__ == "__main__":
     raise SystemExit(run_stage(lambda: write_fragment("toy"), benchmark="toy"))
@@ -121,7 +121,7 @@ BENCHMARK = Toy()
 ''',
 }
 TOY_PARAMS = {"threshold": 0.35, "published": {"toy-model": 55.25}, "report": {"title": "Toy results"}}
-SHARED = ["egoeval/benchmarks.py", "egoeval/settings", "egoeval/stage.py", "egoeval/io", "egoeval/errors.py"]
+SHARED = ["egoeval/benchmarks.py", "egoeval/settings", "egoeval/stage_shell.py", "egoeval/io", "egoeval/errors.py"]
 TOY_STAGES = {
     "toy_score": {
         "meta": {"benchmark": "toy"},
@@ -133,7 +133,7 @@ TOY_STAGES = {
     "toy_report": {  # its part of the page: the report stage finds it in reports/fragments
         "meta": {"benchmark": "toy"},
         "cmd": "python -m stages.toy.report",
-        "deps": ["stages/toy/report.py", "egoeval/report.py", "egoeval/toy", *SHARED, "metrics/toy.json"],
+        "deps": ["stages/toy/report.py", "egoeval/report_page.py", "egoeval/toy", *SHARED, "metrics/toy.json"],
         "params": ["toy.report"],
         "outs": [{"reports/fragments/toy.json": {"persist": True}}],
     },
@@ -220,7 +220,7 @@ def assert_only_its_own_files_changed(root: Path, base: str) -> None:
 @pytest.mark.parametrize(
     ("also", "said"),
     [
-        (lambda root: _append(root / "egoeval/report.py", "\n"), "egoeval/report.py"),
+        (lambda root: _append(root / "egoeval/report_page.py", "\n"), "egoeval/report_page.py"),
         (lambda root: _append_dep(root, "report", "egoeval/toy/benchmark.py"), "a shared stage changed"),
         (lambda root: _append_dep(root, "egonormia_report", "metrics/toy.json"), "a shared stage changed"),
         (lambda root: _append_dep(root, "params", "egoeval/toy"), "the params check's deps"),
@@ -235,7 +235,13 @@ def test_the_change_check_fails_when_more_than_the_benchmark_changes(
     """What the third-benchmark test holds the guide's steps to: the change as the guide says passes the check, and
     the same change with one edit to a shared module or stage, or to another section, fails it."""
     root = tmp_path / "repo"
-    for name in ("dvc.yaml", "params.yaml", GUIDE, "egoeval/report.py", "stages/report.py"):  # what the check reads
+    for name in (
+        "dvc.yaml",
+        "params.yaml",
+        GUIDE,
+        "egoeval/report_page.py",
+        "stages/report.py",
+    ):  # what the check reads
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / name, root / name)
     _git(root, "init", "-q")

@@ -17,9 +17,9 @@ import pytest
 import yaml
 from conftest import REPO, copy_repo, dvc, free_port, nightly_env, running, start, wait_healthy, write_params
 
-from egoeval.pipeline import cache_key, lock_snapshot, pipeline_stages, stage_state
+from egoeval.dvc_project import cache_key, lock_snapshot, pipeline_stages, stage_state
 from egoeval.reported import Metric, compare, flatten_metrics
-from flows.report import build_report
+from flows.nightly_report import build_report
 
 STEP = '''\
 """The toy pipeline's only program: every run appends its arguments to runs.log (not an output of any stage)."""

@@ -366,7 +366,7 @@ def test_the_report_embeds_no_frame_from_outside_the_data_root(workspace: Path, 
         images["path"] = str(secret)
         images.to_parquet(path, index=False)
         before = (workspace / "reports/index.html").read_bytes()
-        refused(workspace, ("egoeval.report",), str(Path("data/egohumans/fetched/images.parquet")), "frame")
+        refused(workspace, ("egoeval.report_page",), str(Path("data/egohumans/fetched/images.parquet")), "frame")
         assert (workspace / "reports/index.html").read_bytes() == before
 
 
@@ -632,19 +632,19 @@ PARQUET_READERS = {
         ("stages.egonormia.infer",),
         ("stages.egonormia.parse",),
         ("stages.egonormia.score",),
-        ("egoeval.report",),
+        ("egoeval.report_page",),
     ],
-    "data/egonormia/frames/index.parquet": [("stages.egonormia.infer",), ("egoeval.report",)],
+    "data/egonormia/frames/index.parquet": [("stages.egonormia.infer",), ("egoeval.report_page",)],
     "data/egonormia/descriptions.parquet": [("stages.egonormia.infer",)],
-    "data/egonormia/responses.parquet": [("stages.egonormia.parse",), ("egoeval.report",)],
-    "data/egonormia/predictions.parquet": [("stages.egonormia.score",), ("egoeval.report",)],
+    "data/egonormia/responses.parquet": [("stages.egonormia.parse",), ("egoeval.report_page",)],
+    "data/egonormia/predictions.parquet": [("stages.egonormia.score",), ("egoeval.report_page",)],
     "data/egohumans/fetched/detections_official.parquet": [("stages.egohumans.detect", "--mode", "official")],
     "data/egohumans/fetched/detections_file.parquet": [("stages.egohumans.detect", "--mode", "file")],
     "data/egohumans/detections/gt.parquet": [("stages.egohumans.track", "--tracker", "bytetrack", "--mode", "gt")],
     "data/egohumans/fetched/images.parquet": [
         ("stages.egohumans.track", "--tracker", "egomotion", "--mode", "gt"),
         ("stages.egohumans.score",),
-        ("egoeval.report",),
+        ("egoeval.report_page",),
     ],
 }
 PARQUET_CASES = [(file, command) for file, commands in PARQUET_READERS.items() for command in commands]
@@ -702,7 +702,7 @@ def test_names_with_dollar_signs_are_text_in_the_report(workspace: Path) -> None
         table = pd.read_parquet(images)
         table["sequence"] = table["sequence"].replace(old, new)
         table.to_parquet(images, index=False)
-        done = run(workspace, "egoeval.report")
+        done = run(workspace, "egoeval.report_page")
         assert done.returncode == 0, done.stderr[-3000:]
         page = (workspace / "reports/index.html").read_text()
         assert "take_$^$_aria01" in page and "Traceback" not in done.stderr

@@ -24,7 +24,7 @@ from egoeval.egonormia.protocols import Protocol, registry
 from egoeval.egonormia.protocols.egoeval import permutation
 from egoeval.egonormia.settings import InferSettings, ModelSpec
 from egoeval.settings import benchmark_settings
-from egoeval.stage import run_stage
+from egoeval.stage_shell import run_stage
 
 KEY_ENV = "EGOEVAL_TEST_API_KEY"
 SECRET = "sk-test-infer-secret-42"

@@ -1,4 +1,4 @@
-"""Paired comparisons: egoeval.paired (exact McNemar, paired bootstrap, Holm) against SciPy and independent
+"""Paired comparisons: egoeval.significance (exact McNemar, paired bootstrap, Holm) against SciPy and independent
 implementations written here, on fixed and random outcome tables; the score stages' paired.csv files and
 ``egoeval compare --models`` on the reproduced sample."""
 
@@ -26,7 +26,7 @@ from egoeval.egonormia.paired import Run, paired_table
 from egoeval.egonormia.scoring import Outcomes
 from egoeval.egonormia.settings import ScoreSettings
 from egoeval.errors import InputError
-from egoeval.paired import (
+from egoeval.significance import (
     COLUMNS,
     compare_binary,
     compare_continuous,

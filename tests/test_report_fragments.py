@@ -13,7 +13,7 @@ from conftest import REPO, tool_env
 
 from egoeval.benchmarks import ReportPart, ReportSection
 from egoeval.io.atomic import write_json
-from egoeval.report import FRAGMENTS, OUT, Fragment, assemble_page, read_fragments
+from egoeval.report_page import FRAGMENTS, OUT, Fragment, assemble_page, read_fragments
 
 ALPHA = Fragment(
     "alpha",

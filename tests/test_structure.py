@@ -65,7 +65,8 @@ def test_the_checks_fail_on_a_long_stage_and_on_every_kind_of_stage_import(tmp_p
     (tmp_path / "tests").mkdir()
     (tmp_path / "bench").mkdir()
     (tmp_path / "tests" / "test_fine.py").write_text(
-        "import subprocess, sys\nimport stages_helper\nfrom egoeval.stage import run_stage\nfrom . import stages\n"
+        "import subprocess, sys\nimport stages_helper\n"
+        "from egoeval.stage_shell import run_stage\nfrom . import stages\n"
         "subprocess.run([sys.executable, '-m', 'stages.toy.long'])\n"
     )
     (tmp_path / "tests" / "test_bad.py").write_text(

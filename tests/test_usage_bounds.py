@@ -19,7 +19,7 @@ from egoeval.egonormia import estimate as estimate_command
 from egoeval.egonormia.inference import write_responses
 from egoeval.egonormia.ledger import answer_ledgers
 from egoeval.egonormia.settings import Price
-from egoeval.stage import run_stage
+from egoeval.stage_shell import run_stage
 
 RESPONSES = Path("data/egonormia/responses.parquet")
 PRICE = {"input": 2.5, "output": 10.0}

@@ -1,5 +1,5 @@
 """EgoHumans' paired comparisons of the trackers (``plots/egohumans/paired.csv``; the statistics live in
-``egoeval.paired``).
+``egoeval.significance``).
 
 For every detection mode (``setting``) and every pair of trackers run on it (``model_a``, ``model_b``: the run
 names, ``<tracker>-<mode>``, in case-insensitive order): IDF1, HOTA and MOTA by a paired bootstrap over the
@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from egoeval.egohumans.settings import EgoHumansSettings
-from egoeval.paired import PairedRow, compare_continuous, resamples, with_holm
+from egoeval.significance import PairedRow, compare_continuous, resamples, with_holm
 
 METRICS = ("IDF1", "HOTA", "MOTA")
 SPLIT = "all"

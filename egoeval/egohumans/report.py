@@ -28,8 +28,8 @@ from egoeval.io.bounded import read_parquet
 from egoeval.io.manifest import read_pinned
 from egoeval.io.paths import data_roots
 from egoeval.markup import data_uri, esc, fmt, paired_table, table
-from egoeval.paired import read_paired
 from egoeval.reported import read_metrics
+from egoeval.significance import read_paired
 from egoeval.tracking.mot import read_mot, read_mot_folder
 
 TRACKING_METRICS = ("IDF1", "MOTA", "HOTA")

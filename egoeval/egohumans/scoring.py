@@ -45,7 +45,7 @@ from egoeval.headline import write_rows
 from egoeval.io.atomic import json_bytes
 from egoeval.io.bounded import read_parquet
 from egoeval.io.commit import outputs_together
-from egoeval.paired import csv_bytes
+from egoeval.significance import csv_bytes
 from egoeval.tracking.mot import read_mot, read_mot_folder
 
 PLOT_COLUMNS = ["IDF1", "MOTA", "HOTA"]

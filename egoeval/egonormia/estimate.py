@@ -31,7 +31,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from egoeval.stage import help_text
+from egoeval.stage_shell import help_text
 
 CHARS_PER_TOKEN = 4  # OpenAI: "one token is about 4 characters of common English text"
 TILE_PX, TILE_TOKENS, BASE_TOKENS = 512, 170, 85  # OpenAI, gpt-4o class: 85 + 170 per 512 px tile
@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
     args = parser.parse_args(argv)
     from egoeval.io.atomic import json_bytes
-    from egoeval.stage import run_stage
+    from egoeval.stage_shell import run_stage
 
     def body() -> None:
         from egoeval.backends.usage import DROPPED

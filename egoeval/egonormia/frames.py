@@ -25,7 +25,7 @@ from egoeval.errors import InputError
 from egoeval.io.atomic import atomic_write_bytes, write_parquet
 from egoeval.io.commit import replaced_dir
 from egoeval.io.paths import data_file
-from egoeval.stage import die_with_parent
+from egoeval.stage_shell import die_with_parent
 from egoeval.video import encode_jpeg, frame_strip, load_frame_reader, read_sampled_frames
 
 INDEX_COLUMNS = ["id", "image", "n_frames", "times", "video_fps", "video_frames", "width", "height", "error"]

@@ -51,7 +51,7 @@ from egoeval.headline import write_rows
 from egoeval.io.atomic import json_bytes
 from egoeval.io.bounded import read_parquet
 from egoeval.io.commit import outputs_together
-from egoeval.paired import csv_bytes
+from egoeval.significance import csv_bytes
 
 ITEM_COLUMNS = ("id", "correct_idx", "sensible_idx", "taxonomy", "verified")
 CATEGORY_COLUMNS = ["setting", "model", "category", "n", "accuracy"]

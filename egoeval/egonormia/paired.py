@@ -1,4 +1,4 @@
-"""EgoNormia's paired comparisons (``plots/egonormia/paired.csv``; the statistics live in ``egoeval.paired``).
+"""EgoNormia's paired comparisons (``plots/egonormia/paired.csv``; the statistics live in ``egoeval.significance``).
 
 Rows, for every split scored (the fetched split and, when it is ``full``, its ``verified`` subset):
 
@@ -27,7 +27,7 @@ import pandas as pd
 from egoeval.egonormia.scoring import Outcomes
 from egoeval.egonormia.settings import ScoreSettings
 from egoeval.errors import InputError
-from egoeval.paired import (
+from egoeval.significance import (
     PairedRow,
     compare_binary,
     compare_continuous,
@@ -53,7 +53,7 @@ class Run:
 def paired_table(
     runs: dict[tuple[str, str], Run], verified: np.ndarray, split: str, settings: ScoreSettings
 ) -> pd.DataFrame:
-    """Every comparison above as a table in ``egoeval.paired.COLUMNS`` order."""
+    """Every comparison above as a table in ``egoeval.significance.COLUMNS`` order."""
     splits = [(split, np.ones(len(verified), dtype=bool))]
     if split == "full":
         splits.append(("verified", np.asarray(verified, dtype=bool)))

@@ -50,8 +50,8 @@ from egoeval.egonormia.published import (
 from egoeval.errors import InputError
 from egoeval.io.bounded import read_csv, read_parquet
 from egoeval.markup import data_uri, esc, fmt, paired_table, table
-from egoeval.paired import read_paired
 from egoeval.reported import read_metrics
+from egoeval.significance import read_paired
 
 METRICS = ("both", "action", "justification", "sensible_iou")  # in the leaderboard's order
 METRIC_NAMES = {"both": "both", "action": "action", "justification": "justification", "sensible_iou": "sensible IoU"}

@@ -15,7 +15,7 @@ from egoeval.errors import InputError
 from egoeval.io.atomic import write_json
 from egoeval.io.bounded import read_json
 from egoeval.io.commit import check_output
-from egoeval.stage import help_text
+from egoeval.stage_shell import help_text
 
 
 def format_table(models: dict[str, dict[str, float | int | None]]) -> str:

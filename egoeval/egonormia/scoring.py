@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from egoeval.paired import resamples as bootstrap_resamples
+from egoeval.significance import resamples as bootstrap_resamples
 
 METRICS = ("action", "justification", "both", "sensible_iou")
 CALL_FAILED = "call failed: "  # prefix of a failure reason: the model call failed or never happened

@@ -58,7 +58,7 @@ class Section(BaseModel):
 
 
 class BootstrapSettings(Section):
-    """A benchmark's bootstrap: resamples drawn from a seed, intervals at a confidence level (egoeval.paired)."""
+    """A benchmark's bootstrap: resamples drawn from a seed, intervals at a confidence level (egoeval.significance)."""
 
     bootstrap_samples: Annotated[int, Field(ge=10, le=100_000)]
     bootstrap_seed: Seed

@@ -9,7 +9,7 @@ from __future__ import annotations
 from egoeval.egohumans.formats import DETECTION_MODES
 from egoeval.egohumans.tracking import write_tracks
 from egoeval.settings import benchmark_settings
-from egoeval.stage import run_stage, stage_parser
+from egoeval.stage_shell import run_stage, stage_parser
 
 
 def main(argv: list[str] | None = None) -> int:

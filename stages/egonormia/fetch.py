@@ -9,7 +9,7 @@ from pathlib import Path
 
 from egoeval.egonormia.fetching import pin_folder, write_fetched
 from egoeval.settings import benchmark_settings
-from egoeval.stage import run_stage, stage_parser
+from egoeval.stage_shell import run_stage, stage_parser
 
 
 def main(argv: list[str] | None = None) -> int:

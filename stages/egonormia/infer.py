@@ -7,7 +7,7 @@ ledger beside the cache. What is asked, cached, retried and written: egoeval.ego
 from __future__ import annotations
 
 from egoeval.egonormia.inference import write_responses
-from egoeval.stage import run_stage, stage_parser
+from egoeval.stage_shell import run_stage, stage_parser
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,7 +22,7 @@ from egoeval.errors import InputError
 from egoeval.io.atomic import atomic_write_text, write_json
 from egoeval.io.bounded import read_json
 from egoeval.io.commit import check_output
-from egoeval.stage import help_text, run_stage
+from egoeval.stage_shell import help_text, run_stage
 
 OUT = Path("reports/index.html")
 FRAGMENTS = Path("reports/fragments")  # <benchmark>.json: each benchmark's part of the page (its report stage)

@@ -35,13 +35,13 @@ from prefect.settings import (
 )
 
 from egoeval.dvc_project import lock_snapshot, pipeline_stages, stage_state
-from egoeval.errors import InputError, Interrupted
+from egoeval.errors import FlowFailed, InputError, Interrupted
 from egoeval.io.atomic import json_bytes
 from egoeval.io.commit import outputs_together
 from egoeval.settings import FlowsSettings
 from egoeval.stage_shell import signals_interrupt
 from flows.config import baseline_lock, flow_settings
-from flows.pipeline import NightlyFailed, StageOutcome, current_metrics, format_summary, nightly_flow
+from flows.pipeline import StageOutcome, current_metrics, format_summary, nightly_flow
 
 DEPLOYMENT = "nightly"
 SERVER_STOP_S = 5.0  # the temporary server's grace after SIGTERM before it is killed
@@ -109,7 +109,7 @@ def run_once(root: Path) -> int:
 def _report_run(root: Path) -> int:
     state = nightly_flow(root=str(root), return_state=True)
     data = state.result(raise_on_failure=False)
-    if isinstance(data, NightlyFailed):
+    if isinstance(data, FlowFailed):
         data = data.summary
     if isinstance(data, dict) and "stages" in data:
         print(format_summary([StageOutcome(**row) for row in data["stages"]]))

@@ -45,7 +45,7 @@ from egoeval.dvc_project import (
     stage_state,
     with_upstream,
 )
-from egoeval.errors import EXIT_BAD_INPUT, EXIT_TRANSIENT, InputError, TransientFailure
+from egoeval.errors import EXIT_BAD_INPUT, EXIT_TRANSIENT, FlowFailed, InputError, StageFailed, TransientFailure
 from egoeval.io.atomic import atomic_write_text
 from egoeval.reported import load_json
 from egoeval.settings import FlowsSettings
@@ -54,21 +54,6 @@ from flows.config import REPORT_ARTIFACT_KEY, REPORT_FILE, baseline_lock, flow_s
 from flows.nightly_report import build_report
 
 _EXIT_RE = re.compile(r"exited with (-?\d+)\s*$")  # DVC: "failed to run: <cmd>, exited with <code>"
-
-
-class StageFailed(RuntimeError):
-    """A stage's ``dvc repro`` failed; ``exit_code`` is the stage command's own code when DVC reported one."""
-
-    def __init__(self, stage: str, exit_code: int | None, tail: str) -> None:
-        super().__init__(f"stage {stage!r} failed (exit code {exit_code}):\n{tail}")
-        self.stage, self.exit_code, self.tail = stage, exit_code, tail
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return StageFailed, (self.stage, self.exit_code, self.tail)
-
-    @property
-    def transient(self) -> bool:
-        return self.exit_code == EXIT_TRANSIENT
 
 
 def retry_transient(task: Any, task_run: Any, state: State) -> bool:
@@ -158,17 +143,6 @@ def run_stage(root: str, stage: str, benchmark: str = "", scale_out: dict[str, s
     else:
         _dvc(root, stage, "repro", "--single-item", stage)
     return {"stage": stage, "key": stage_state(root, stage).key, "outs": stage_outputs(root, stage)}
-
-
-class NightlyFailed(RuntimeError):
-    """A nightly run failed (a stage, or a metric beyond the baseline); ``summary`` is the run's summary."""
-
-    def __init__(self, message: str, summary: dict[str, Any]) -> None:
-        super().__init__(message)
-        self.summary = summary
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return NightlyFailed, (str(self), self.summary)
 
 
 @dataclass(frozen=True)
@@ -271,5 +245,5 @@ def nightly_flow(root: str = ".") -> State:
         problems.append("metric regression:\n" + report.failure_message())
     if problems:
         message = "\n".join(problems)
-        return Failed(message=message, data=NightlyFailed(message, data))
+        return Failed(message=message, data=FlowFailed(message, data))
     return Completed(message=f"{len(outcomes)} stages completed or cached; metrics within the baseline", data=data)

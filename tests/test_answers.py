@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from egoeval.egonormia.answers import ParseFailure, displayed_options, parse_multi, parse_single
+from egoeval.egonormia.answers import displayed_options, parse_multi, parse_single
+from egoeval.errors import UnreadableAnswer
 
 # Stored options; the empty string is the "None of the above" slot (stored index 4).
 OPTIONS = ["Help the person carry the box", "Wave and walk away", "Take a photo", "Ask before touching their bag", ""]
@@ -110,16 +111,16 @@ def test_single_accepts(text: str, stored: int) -> None:
     ],
 )
 def test_single_fails(text: str | None, reason: str) -> None:
-    with pytest.raises(ParseFailure) as failure:
+    with pytest.raises(UnreadableAnswer) as failure:
         single(text)
     assert reason in failure.value.reason
 
 
 def test_none_of_the_above_needs_the_empty_slot() -> None:
     assert parse_single("Answer: 3", PERM) == 4  # numbers need no option texts
-    with pytest.raises(ParseFailure, match="None of the above"):
+    with pytest.raises(UnreadableAnswer, match="None of the above"):
         parse_single("Answer: None of the above", PERM)
-    with pytest.raises(ParseFailure, match="None of the above"):
+    with pytest.raises(UnreadableAnswer, match="None of the above"):
         parse_single("Answer: None of the above", PERM, ["a", "b", "c", "d", "e"])
 
 
@@ -180,7 +181,7 @@ def test_multi_accepts(text: str, stored: list[int]) -> None:
     ],
 )
 def test_multi_fails(text: str | None, reason: str) -> None:
-    with pytest.raises(ParseFailure) as failure:
+    with pytest.raises(UnreadableAnswer) as failure:
         multi(text)
     assert reason in failure.value.reason
 
@@ -189,17 +190,17 @@ def test_very_long_text_is_fast() -> None:
     reasoning = "Option 3 is rude, option 4 maybe, 1 2 3 4 5 [1, 2] none. " * 4000
     assert single(reasoning + "\nAnswer: 4") == 2
     assert multi(reasoning + "\nAnswer: [4, 5]") == [1, 2]
-    with pytest.raises(ParseFailure):
+    with pytest.raises(UnreadableAnswer):
         single("Answer:" + " " * 200_000 + "x")
-    with pytest.raises(ParseFailure):
+    with pytest.raises(UnreadableAnswer):
         single("<think>" * 20_000 + "$" * 100_000 + "I" + " " * 100_000)  # linear-time patterns: no hang
 
 
 @pytest.mark.bad_input
 def test_a_number_of_any_length_is_read_or_out_of_range() -> None:
-    with pytest.raises(ParseFailure, match="out of range 1-5"):
+    with pytest.raises(UnreadableAnswer, match="out of range 1-5"):
         single("Answer: 1" + "9" * 5000)  # int() refuses more than 4,300 digits: the parser never asks it
-    with pytest.raises(ParseFailure, match="out of range 1-5"):
+    with pytest.raises(UnreadableAnswer, match="out of range 1-5"):
         multi("Answer: [2, " + "9" * 5000 + "]")
     assert single("Answer: " + "0" * 5000 + "3") == single("Answer: 3")  # leading zeros do not count
 
@@ -266,7 +267,7 @@ option_lists = st.lists(st.text(max_size=20), min_size=5, max_size=5)
 def test_only_parse_failure_escapes_single(text: str, perm: list[int], options: list[str] | None) -> None:
     try:
         stored = parse_single(text, perm, options)
-    except ParseFailure as failure:
+    except UnreadableAnswer as failure:
         assert failure.reason
     else:
         assert stored in range(5)
@@ -277,7 +278,7 @@ def test_only_parse_failure_escapes_single(text: str, perm: list[int], options: 
 def test_only_parse_failure_escapes_multi(text: str, perm: list[int], options: list[str] | None) -> None:
     try:
         stored = parse_multi(text, perm, options)
-    except ParseFailure as failure:
+    except UnreadableAnswer as failure:
         assert failure.reason
     else:
         assert stored == sorted(set(stored)) and set(stored) <= set(range(5))

@@ -25,6 +25,8 @@ from PIL import Image
 
 from egoeval.backends import (
     BACKENDS,
+    CallRefused,
+    CallRetryable,
     ChatRequest,
     Decoding,
     EndpointDown,
@@ -32,21 +34,19 @@ from egoeval.backends import (
     ImagePart,
     Message,
     MultipleChoice,
-    PermanentError,
     TextPart,
-    TransientError,
     make_backend,
     request_key,
 )
 from egoeval.backends.chance import ChanceBackend
 from egoeval.backends.client import FIRST_CALLS, ModelClient
-from egoeval.backends.limiter import AdaptiveLimiter, Outcome, RetriesExhausted, call_with_retries
+from egoeval.backends.limiter import AdaptiveLimiter, Outcome, call_with_retries
 from egoeval.backends.openai import OpenAIBackend, _Answer, parse_retry_after, reply_byte_limit
 from egoeval.cache import ResponseCache
 from egoeval.egonormia.protocols import justification_choices
 from egoeval.egonormia.settings import IMAGE_BACKENDS, ModelSpec
 from egoeval.egonormia.settings import Backend as BackendName
-from egoeval.errors import InputError
+from egoeval.errors import InputError, RetriesExhausted
 from egoeval.settings import validate_params
 
 KEY_ENV = "EGOEVAL_TEST_API_KEY"
@@ -147,14 +147,14 @@ def test_openai_sends_images_as_data_urls_and_the_key_from_the_environment(monke
 @pytest.mark.parametrize(
     ("fault", "kind", "reason"),
     [
-        ("429", TransientError, "http 429"),
-        ("500", TransientError, "http 500"),
-        ("503", TransientError, "http 503"),
-        ("drop", TransientError, "connection error"),
-        ("timeout", TransientError, "timeout"),
-        ("malformed", TransientError, "malformed response body"),
-        ("empty", TransientError, "empty response body"),
-        ("refusal", PermanentError, "refusal: I cannot help with that."),
+        ("429", CallRetryable, "http 429"),
+        ("500", CallRetryable, "http 500"),
+        ("503", CallRetryable, "http 503"),
+        ("drop", CallRetryable, "connection error"),
+        ("timeout", CallRetryable, "timeout"),
+        ("malformed", CallRetryable, "malformed response body"),
+        ("empty", CallRetryable, "empty response body"),
+        ("refusal", CallRefused, "refusal: I cannot help with that."),
     ],
 )
 def test_faults_map_to_transient_or_permanent(monkeypatch, fault: str, kind: type, reason: str) -> None:
@@ -311,7 +311,7 @@ def test_call_with_retries_honours_retry_after() -> None:
     def flaky() -> str:
         calls.append(time.monotonic())
         if len(calls) < 2:
-            raise TransientError("http 429", retry_after=0.2, overload=True)
+            raise CallRetryable("http 429", retry_after=0.2, overload=True)
         return "ok"
 
     import random
@@ -325,7 +325,7 @@ def test_call_with_retries_honours_retry_after() -> None:
     assert limiter.limit == 2  # one overload halved 4 -> 2; one success is not yet enough to grow
     with pytest.raises(RetriesExhausted, match="boom after 1 retries"):
         call_with_retries(
-            lambda: (_ for _ in ()).throw(TransientError("boom")),
+            lambda: (_ for _ in ()).throw(CallRetryable("boom")),
             max_retries=1,
             base_delay=0.001,
             max_delay=0.001,
@@ -468,7 +468,7 @@ def test_random_baseline_is_seeded_uniform_and_answers_in_format() -> None:
     assert sum(a != other_seed.complete(r).text for a, r in zip(replies, requests, strict=True)) > 600
     multi = backend.complete(question_request(True, "scene", options)).text
     assert ANSWER.search(multi)
-    with pytest.raises(PermanentError):
+    with pytest.raises(CallRefused):
         backend.complete(chat())
 
 
@@ -501,7 +501,7 @@ def test_minilm_baseline_loads_offline_and_picks_the_related_option() -> None:
     )
     reply = backend.complete(ChatRequest((Message.text("user", "j"),), Decoding(), justification)).text
     assert reply.endswith("\nAnswer: 2")
-    with pytest.raises(PermanentError):
+    with pytest.raises(CallRefused):
         backend.complete(question_request(False, "", options, image=jpeg()))
 
 
@@ -582,7 +582,7 @@ def test_headers_that_trickle_are_cut_at_timeout_s() -> None:
         backend = make_backend(spec(server, timeout_s=1.0))
         started = time.monotonic()
         try:
-            with pytest.raises(TransientError, match=r"^timeout \(no complete reply within timeout_s, 1 s\)$"):
+            with pytest.raises(CallRetryable, match=r"^timeout \(no complete reply within timeout_s, 1 s\)$"):
                 backend.complete(chat())
         finally:
             backend.close()
@@ -705,7 +705,7 @@ def test_content_beside_a_refusal_is_the_reply_when_read_despite_refusal(
         backend = make_backend(spec(server))
         try:
             if reply.startswith("refusal"):
-                with pytest.raises(PermanentError, match=re.escape(reply)):
+                with pytest.raises(CallRefused, match=re.escape(reply)):
                     backend.complete(request)
             else:
                 assert backend.complete(request).text == reply

@@ -22,7 +22,6 @@ from egoeval.egonormia.metrics import score, write_metrics
 from egoeval.egonormia.predictions import parse_responses, write_predictions
 from egoeval.egonormia.result_names import results_key, setting_of
 from egoeval.egonormia.scoring import (
-    OfficialFormatError,
     Outcomes,
     bootstrap_ci,
     category_accuracy,
@@ -34,6 +33,7 @@ from egoeval.egonormia.scoring import (
     set_iou,
 )
 from egoeval.egonormia.settings import ScoreSettings
+from egoeval.errors import ScorerInputError
 from egoeval.settings import benchmark_settings
 from egoeval.stage_shell import run_stage
 
@@ -243,7 +243,7 @@ def test_per_model_denominators_and_empty_sensible() -> None:
     ],
 )
 def test_score_official_rejects_malformed_input(data: Any, message: str) -> None:
-    with pytest.raises(OfficialFormatError, match=message):
+    with pytest.raises(ScorerInputError, match=message):
         score_official(data)
 
 

@@ -143,11 +143,11 @@ def prefect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
 def run_flow(root: Path) -> tuple[object, dict[str, str]]:
     """Run the nightly flow in this process; return its final state and each stage's final state name."""
-    from flows.pipeline import NightlyFailed, nightly_flow
+    from flows.pipeline import FlowFailed, nightly_flow
 
     state = nightly_flow(root=str(root), return_state=True)
     data = state.result(raise_on_failure=False)
-    data = data.summary if isinstance(data, NightlyFailed) else data
+    data = data.summary if isinstance(data, FlowFailed) else data
     return state, {row["stage"]: row["state"] for row in data["stages"]}
 
 

@@ -75,3 +75,65 @@ def test_the_checks_fail_on_a_long_stage_and_on_every_kind_of_stage_import(tmp_p
     )
     (tmp_path / "bench" / "bad.py").write_text("def f():\n    from stages.toy.long import x\n")
     assert stage_imports(tmp_path) == ["bench/bad.py:2", *(f"tests/test_bad.py:{n}" for n in (1, 2, 3, 5, 6))]
+
+
+# ---------------------------------------------------------------- one error family, no private imports
+
+
+def _library_modules(root: Path) -> list[Path]:
+    return [path for folder in ("egoeval", "flows", "stages") for path in sorted((root / folder).rglob("*.py"))]
+
+
+def exception_classes_outside_errors(root: Path) -> list[str]:
+    """``file:line class`` of every class under egoeval/, flows/ or stages/ that derives from an exception class
+    (an ``Exception``, ``Error`` or ``Failure`` base, a name egoeval.errors defines, or one of Python's exceptions),
+    except in egoeval/errors.py, the one place every error egoeval raises on purpose is declared."""
+    import builtins
+
+    import egoeval.errors as errors
+
+    known = {name for name, value in vars(errors).items() if isinstance(value, type)}
+    known |= {
+        name for name, value in vars(builtins).items() if isinstance(value, type) and issubclass(value, BaseException)
+    }
+    found = []
+    for path in _library_modules(root):
+        if path == root / "egoeval" / "errors.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ClassDef):
+                bases = [ast.unparse(base).rpartition(".")[2] for base in node.bases]
+                if any(base in known or base.endswith(("Error", "Exception", "Failure")) for base in bases):
+                    found.append(f"{path.relative_to(root)}:{node.lineno} {node.name}")
+    return found
+
+
+def private_imports(root: Path) -> list[str]:
+    """``file:line name`` of every ``from <module> import _name`` between the project's modules (a private name is
+    its module's own; another module that needs it needs a public name)."""
+    found = []
+    for path in _library_modules(root):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(("egoeval", "flows")):
+                found += [f"{path.relative_to(root)}:{node.lineno} {a.name}" for a in node.names if a.name[0] == "_"]
+    return found
+
+
+def test_every_error_is_declared_in_errors_py() -> None:
+    assert exception_classes_outside_errors(REPO) == []
+
+
+def test_no_module_imports_a_private_name_of_another() -> None:
+    assert private_imports(REPO) == []
+
+
+def test_the_structure_checks_find_what_they_look_for(tmp_path: Path) -> None:
+    """Both checks fail on a tree that breaks them (so a passing run means something)."""
+    (tmp_path / "egoeval").mkdir()
+    (tmp_path / "egoeval" / "errors.py").write_text("class Fine(Exception):\n    pass\n")
+    (tmp_path / "egoeval" / "thing.py").write_text(
+        "from egoeval.other import _hidden\nimport builtins\n\n\nclass Oops(ValueError):\n    pass\n\n\n"
+        "class Twin(errors.InputError):\n    pass\n\n\nclass Plain:\n    pass\n"
+    )
+    assert exception_classes_outside_errors(tmp_path) == ["egoeval/thing.py:5 Oops", "egoeval/thing.py:9 Twin"]
+    assert private_imports(tmp_path) == ["egoeval/thing.py:1 _hidden"]

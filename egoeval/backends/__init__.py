@@ -4,20 +4,14 @@ from __future__ import annotations
 
 from egoeval.backends.base import (
     Backend,
-    BackendError,
     ChatRequest,
     Decoding,
-    EndpointDown,
-    EndpointError,
     ImagePart,
     Message,
     ModelEntry,
     MultipleChoice,
-    PermanentError,
     Reply,
-    RequestRejected,
     TextPart,
-    TransientError,
     answer_line,
     redact,
     request_key,
@@ -26,6 +20,7 @@ from egoeval.backends.batch import OpenAIBatchBackend
 from egoeval.backends.chance import ChanceBackend
 from egoeval.backends.minilm import MiniLMBackend
 from egoeval.backends.openai import OpenAIBackend
+from egoeval.errors import CallFailed, CallRefused, CallRetryable, EndpointDown, EndpointError, RequestRejected
 
 BACKENDS: dict[str, type[Backend]] = {
     "openai": OpenAIBackend,
@@ -43,7 +38,9 @@ def make_backend(spec: ModelEntry) -> Backend:
 __all__ = [
     "BACKENDS",
     "Backend",
-    "BackendError",
+    "CallFailed",
+    "CallRefused",
+    "CallRetryable",
     "ChatRequest",
     "Decoding",
     "EndpointDown",
@@ -52,11 +49,9 @@ __all__ = [
     "Message",
     "ModelEntry",
     "MultipleChoice",
-    "PermanentError",
     "Reply",
     "RequestRejected",
     "TextPart",
-    "TransientError",
     "answer_line",
     "make_backend",
     "redact",

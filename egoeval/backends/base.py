@@ -11,8 +11,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import ClassVar, Protocol
 
-from egoeval.errors import PermanentFailure, TransientFailure
-
 
 @dataclass(frozen=True)
 class TextPart:
@@ -145,47 +143,6 @@ def redact(text: str, secret: str | None) -> str:
     return _secret_pattern(secret).sub("***", text)
 
 
-class BackendError(Exception):
-    """A model call that did not produce a reply; ``str(error)`` is a short reason safe to record."""
-
-
-class TransientError(BackendError):
-    """Retryable: 429, 5xx, dropped connections, timeouts, malformed or empty bodies."""
-
-    def __init__(self, reason: str, *, retry_after: float | None = None, overload: bool = False) -> None:
-        super().__init__(reason)
-        self.retry_after = retry_after
-        self.overload = overload  # the server asked us to slow down (429/503): the limiter backs off
-
-
-class PermanentError(BackendError):
-    """Not retryable, and about this one request: a refusal, a question the backend cannot answer."""
-
-
-class RequestRejected(PermanentError):
-    """The endpoint refused this one request (HTTP 400, 413 or 422: a content-policy refusal, an image it will not
-    read; or a reply over the size cap): that request's failure, never retried. ``kind`` groups alike rejections;
-    ``where`` (the endpoint) and ``fix`` make the message for when every call is rejected alike."""
-
-    def __init__(self, reason: str, *, kind: str, where: str, fix: str) -> None:
-        super().__init__(reason)
-        self.kind = kind
-        self.where = where
-        self.fix = fix
-
-
-class EndpointError(PermanentError, PermanentFailure):
-    """Every call would fail the same way (a wrong key, URL, model name or endpoint): the stage stops, exit 2.
-
-    The message names the endpoint, what it answered and the param or environment variable to fix.
-    """
-
-
-class EndpointDown(BackendError, TransientFailure):
-    """Nothing answers at the endpoint's address (refused, unresolvable, no answer to connect): every call would
-    fail alike, so the stage stops at once, exit 75 (the server may be started later)."""
-
-
 class ModelEntry(Protocol):
     """A model entry of params.yaml as the backends read it, validated by the settings before it gets here."""
 
@@ -224,7 +181,7 @@ class Backend(ABC):
 
     @abstractmethod
     def complete(self, request: ChatRequest) -> Reply:
-        """The reply; raises TransientError or PermanentError (EndpointError, EndpointDown: every call would fail)."""
+        """The reply; raises CallRetryable or CallRefused (EndpointError, EndpointDown: every call would fail)."""
 
     def close(self) -> None:  # noqa: B027 - an optional hook; most backends hold nothing to release
         """Release connections or other resources."""

@@ -34,18 +34,17 @@ from typing import Any, ClassVar, Protocol
 
 import httpx
 
-from egoeval.backends.base import (
-    BackendError,
-    ChatRequest,
+from egoeval.backends.base import ChatRequest, ModelEntry, redact, request_key
+from egoeval.backends.openai import CONNECT_TIMEOUT_S, OpenAIBackend, _Answer, _cut, reply_byte_limit, request_body
+from egoeval.errors import (
+    BatchError,
+    BatchNotFound,
+    CallFailed,
     EndpointDown,
     EndpointError,
-    ModelEntry,
-    TransientError,
-    redact,
-    request_key,
+    ReplyDeferred,
+    TransientFailure,
 )
-from egoeval.backends.openai import CONNECT_TIMEOUT_S, OpenAIBackend, _Answer, _cut, reply_byte_limit, request_body
-from egoeval.errors import TransientFailure
 
 CHAT_URL = "/v1/chat/completions"
 COMPLETION_WINDOW = "24h"  # the only one the Batch API offers
@@ -65,14 +64,6 @@ class BatchEntry(ModelEntry, Protocol):
     batch_poll_s: float
     batch_deadline_s: float
     batch_max_requests: int
-
-
-class BatchError(TransientError, TransientFailure):
-    """A Batch API call that failed in a way a later run may not (5xx, 429, a dropped connection): exit 75."""
-
-
-class BatchNotFound(EndpointError):
-    """A Batch API call answered 404: the batch or file it names is unknown to the endpoint."""
 
 
 class OpenAIBatchBackend(OpenAIBackend):
@@ -284,10 +275,6 @@ class BatchState:
 # ------------------------------------------------------------------ rounds: one batch per call a conversation is at
 
 
-class Deferred(Exception):
-    """Raised by the discovery ``ask``: the conversation's next call is not answered yet."""
-
-
 @dataclass
 class Round:
     """What one discovery pass found: the requests to send next, by request key."""
@@ -320,7 +307,7 @@ def run_batches(client: Any, units: Sequence[Unit], records: Path, label: str = 
                 return Completion(cached[0], "", key, served, CallUsage.from_meta(cached[1]))
             if key not in unanswered:
                 found.pending[key] = request
-            raise Deferred
+            raise ReplyDeferred
 
         return ask
 
@@ -328,7 +315,7 @@ def run_batches(client: Any, units: Sequence[Unit], records: Path, label: str = 
     while True:
         found = Round()
         for unit in units:
-            with contextlib.suppress(Deferred):
+            with contextlib.suppress(ReplyDeferred):
                 unit(discover(found))
         if not found.pending:
             return unanswered
@@ -555,7 +542,7 @@ def _merge(
         reply_text = _Answer.read(status, httpx.Headers({"Content-Type": "application/json"}), payload, key)
         try:
             reply = backend._interpret(reply_text, requests[custom_id])
-        except BackendError:
+        except CallFailed:
             continue
         meta = {"backend": backend.name, "model": backend.model, "served_model": reply.served_model}
         usage = (("prompt_tokens", reply.prompt_tokens), ("completion_tokens", reply.completion_tokens))

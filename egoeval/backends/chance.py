@@ -7,7 +7,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from egoeval.backends.base import Backend, ChatRequest, ModelEntry, PermanentError, Reply, answer_line, request_key
+from egoeval.backends.base import Backend, ChatRequest, ModelEntry, Reply, answer_line, request_key
+from egoeval.errors import CallRefused
 
 
 class ChanceBackend(Backend):
@@ -25,7 +26,7 @@ class ChanceBackend(Backend):
     def complete(self, request: ChatRequest) -> Reply:
         question = request.choices
         if question is None:
-            raise PermanentError("the random baseline answers multiple-choice questions only")
+            raise CallRefused("the random baseline answers multiple-choice questions only")
         key = request_key(self.name, self.model, request)
         digest = hashlib.sha256(f"{self.seed}:{key}".encode()).digest()
         rng = np.random.default_rng(int.from_bytes(digest, "big"))

@@ -16,7 +16,7 @@ import numpy as np
 
 from egoeval.backends import (
     Backend,
-    BackendError,
+    CallFailed,
     ChatRequest,
     EndpointDown,
     EndpointError,
@@ -170,7 +170,7 @@ class ModelClient:
             rejected = error.kind
             self._note_first(error)
             return Completion(None, str(error), key)
-        except BackendError as error:
+        except CallFailed as error:
             return Completion(None, str(error) or type(error).__name__, key)
         finally:
             with self._lock:

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from egoeval.backends.base import BackendError, TransientError
+from egoeval.errors import CallRetryable, RetriesExhausted
 
 T = TypeVar("T")
 
@@ -82,10 +82,6 @@ class AdaptiveLimiter:
             self._condition.notify_all()
 
 
-class RetriesExhausted(BackendError):
-    """A transient fault that outlasted every retry; the message says which and how many."""
-
-
 def backoff_delay(attempt: int, base_delay: float, max_delay: float, rng: random.Random) -> float:
     """Equal-jitter exponential backoff: half of min(max, base * 2**attempt) plus a random half."""
     ceiling = min(max_delay, base_delay * 2**attempt)
@@ -101,14 +97,14 @@ def call_with_retries(
     rng: random.Random,
     limiter: AdaptiveLimiter | None = None,
 ) -> T:
-    """Call ``fn`` (holding a limiter slot while it runs); retry TransientError with jittered backoff.
+    """Call ``fn`` (holding a limiter slot while it runs); retry CallRetryable with jittered backoff.
 
     No wait is longer than ``max_delay``. A ``Retry-After`` is honoured (and holds the limiter's other calls too)
     when it is at most ``max_delay``; a longer one ends the call, and every call that would start before it ends,
-    at once. PermanentError and any other exception propagate at once; a fault that outlasts the retries is
+    at once. CallRefused and any other exception propagate at once; a fault that outlasts the retries is
     raised as RetriesExhausted.
     """
-    last: TransientError | None = None
+    last: CallRetryable | None = None
     for attempt in range(max_retries + 1):
         held = (limiter.paused_until - time.monotonic()) if limiter else 0.0
         if held > max_delay:
@@ -124,7 +120,7 @@ def call_with_retries(
             result = fn()
             outcome = Outcome.SUCCESS
             return result
-        except TransientError as error:
+        except CallRetryable as error:
             outcome = Outcome.OVERLOAD if error.overload else Outcome.FAILURE
             last = error
         finally:

@@ -14,7 +14,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from egoeval.backends.base import Backend, ChatRequest, ImagePart, ModelEntry, PermanentError, Reply, answer_line
+from egoeval.backends.base import Backend, ChatRequest, ImagePart, ModelEntry, Reply, answer_line
+from egoeval.errors import CallRefused
 
 _LOAD_LOCK = threading.Lock()
 _MODEL: Any = None
@@ -61,7 +62,7 @@ class MiniLMBackend(Backend):
         question = request.choices
         images = any(isinstance(part, ImagePart) for message in request.messages for part in message.content)
         if question is None or images:
-            raise PermanentError("the minilm baseline answers text-only multiple-choice questions only")
+            raise CallRefused("the minilm baseline answers text-only multiple-choice questions only")
         vectors = self.embed([question.context, *question.options])
         similarity = vectors[1:] @ vectors[0]
         if question.multi:

@@ -35,21 +35,9 @@ from typing import Any, ClassVar
 import httpcore
 import httpx
 
-from egoeval.backends.base import (
-    Backend,
-    ChatRequest,
-    EndpointDown,
-    EndpointError,
-    ImagePart,
-    Message,
-    ModelEntry,
-    PermanentError,
-    Reply,
-    RequestRejected,
-    TransientError,
-    redact,
-)
+from egoeval.backends.base import Backend, ChatRequest, ImagePart, Message, ModelEntry, Reply, redact
 from egoeval.backends.usage import usage_counts
+from egoeval.errors import CallRefused, CallRetryable, EndpointDown, EndpointError, RequestRejected
 
 OVERLOAD_STATUS = {429, 503, 529}  # the server says: slow down
 RETRY_STATUS = {408, 409, 425, 500, 502, 504} | OVERLOAD_STATUS
@@ -351,9 +339,9 @@ class OpenAIBackend(Backend):
         except httpx.ConnectTimeout:
             if not self._answered:
                 raise self._nothing_answers(f"no connection within {CONNECT_TIMEOUT_S:g} s") from None
-            raise TransientError("timeout (ConnectTimeout)") from None
+            raise CallRetryable("timeout (ConnectTimeout)") from None
         except httpx.TimeoutException:
-            raise TransientError(f"timeout (no complete reply within timeout_s, {self.timeout_s:g} s)") from None
+            raise CallRetryable(f"timeout (no complete reply within timeout_s, {self.timeout_s:g} s)") from None
         except httpx.DecodingError as error:
             raise EndpointError(
                 f"{self._who} answered with a body that cannot be decoded ({_cut(redact(str(error), key))}): not a "
@@ -367,9 +355,9 @@ class OpenAIBackend(Backend):
         except httpx.ConnectError as error:
             if not self._answered:
                 raise self._nothing_answers(_cut(redact(str(error), key), 120)) from None
-            raise TransientError("connection error (ConnectError)") from None
+            raise CallRetryable("connection error (ConnectError)") from None
         except httpx.HTTPError as error:
-            raise TransientError(f"connection error ({type(error).__name__})") from None
+            raise CallRetryable(f"connection error ({type(error).__name__})") from None
         return self._interpret(answer, request)
 
     def _post(self, request: ChatRequest, headers: dict[str, str], key: str | None) -> _Answer:
@@ -401,7 +389,7 @@ class OpenAIBackend(Backend):
         """The reply, or the Transient/Permanent/Rejected/Endpoint error the answer means (module docstring)."""
         status = answer.status
         if status in RETRY_STATUS or status >= 500:
-            raise TransientError(f"http {status}", retry_after=answer.retry_after, overload=status in OVERLOAD_STATUS)
+            raise CallRetryable(f"http {status}", retry_after=answer.retry_after, overload=status in OVERLOAD_STATUS)
         detail = answer.detail()
         said = f"http {status}: {detail}" if detail else f"http {status}"
         if status in REJECTED_STATUS:
@@ -410,7 +398,7 @@ class OpenAIBackend(Backend):
             raise EndpointError(f"{self._who} answered {said}; {self._fix(status)}")
         if not answer.utf8:
             if request.undecodable_as_api_error:  # the official client raises UnicodeDecodeError: an API error
-                raise TransientError("http 200 with a body that is not UTF-8 (the official client cannot decode it)")
+                raise CallRetryable("http 200 with a body that is not UTF-8 (the official client cannot decode it)")
             raise RequestRejected(
                 "http 200 with a JSON body holding bytes that are not UTF-8; nothing of it kept",
                 kind="replies not UTF-8",
@@ -418,11 +406,11 @@ class OpenAIBackend(Backend):
                 fix="the server garbles its replies' text encoding: check the server (or a proxy before it)",
             )
         if not answer.text.strip():
-            raise TransientError("empty response body")
+            raise CallRetryable("empty response body")
         data = answer.data
         if data is None:
             if answer.text.lstrip().startswith(("{", "[")):
-                raise TransientError("malformed response body")
+                raise CallRetryable("malformed response body")
             raise EndpointError(
                 f"{self._who} answered 200 with a non-JSON body ({answer.content_type}: {_cut(answer.text, 80)!r}): "
                 "not an OpenAI chat completions API; check base_url in params.yaml (it usually ends in /v1)"
@@ -430,7 +418,7 @@ class OpenAIBackend(Backend):
         if isinstance(data, dict) and "error" in data and "choices" not in data:
             code = answer.error_code()
             if code is not None and (code in RETRY_STATUS or code >= 500):
-                raise TransientError(f"http 200 with an error object (code {code})", overload=code in OVERLOAD_STATUS)
+                raise CallRetryable(f"http 200 with an error object (code {code})", overload=code in OVERLOAD_STATUS)
             raise EndpointError(
                 f"{self._who} answered 200 with an error object instead of a completion ({detail}); {self._fix(code)}"
             )
@@ -438,9 +426,9 @@ class OpenAIBackend(Backend):
             choice = data["choices"][0]
             message = choice["message"]
         except (KeyError, IndexError, TypeError):
-            raise TransientError("malformed response body") from None
+            raise CallRetryable("malformed response body") from None
         if not isinstance(message, dict):
-            raise TransientError("malformed response body")
+            raise CallRetryable("malformed response body")
         served = data.get("model") if isinstance(data.get("model"), str) else ""
         content = message.get("content")
         if content is not None and not isinstance(content, str):
@@ -450,11 +438,11 @@ class OpenAIBackend(Backend):
         if has_text and request.content_despite_refusal:
             return Reply(content, _cut(served, 200), *tokens)  # whatever else is said beside it
         if message.get("refusal"):
-            raise PermanentError(f"refusal: {_cut(str(message['refusal']), 200)}")
+            raise CallRefused(f"refusal: {_cut(str(message['refusal']), 200)}")
         if choice.get("finish_reason") == "content_filter":
-            raise PermanentError("refusal: finish_reason content_filter")
+            raise CallRefused("refusal: finish_reason content_filter")
         if not has_text:
-            raise TransientError("empty completion")
+            raise CallRetryable("empty completion")
         return Reply(content, _cut(served, 200), *tokens)
 
     def close(self) -> None:

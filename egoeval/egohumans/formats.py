@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from egoeval.egohumans.official_conversion import decode_released_roots
-from egoeval.errors import InputError
+from egoeval.errors import InputError, RefusedPickleGlobal
 from egoeval.io.bounded import MAX_DEPTH, MAX_ELEMENTS, read_bounded, read_json, read_parquet, read_text
 from egoeval.io.paths import relative_path_problem
 from egoeval.tracking.mot import WORLD_COLUMNS
@@ -134,7 +134,7 @@ def _ordered_dict(*args: Any) -> dict[Any, Any]:
     return {}
 
 
-def _dtype(spec: Any, align: Any = False, copy: Any = True) -> np.dtype:
+def restricted_dtype(spec: Any, align: Any = False, copy: Any = True) -> np.dtype:
     """A dtype from its type code (``'f8'``), as NumPy pickles it; never a nested spec, never objects."""
     if not isinstance(spec, str) or copy is not True:
         _refuse(f"numpy.dtype must be built from a type code, got {type(spec).__name__}")
@@ -200,7 +200,7 @@ def _admitted() -> dict[tuple[str, str], Any]:
         ("collections", "OrderedDict"): _ordered_dict,
         ("_codecs", "encode"): _latin1,
         ("numpy", "ndarray"): ndarray,
-        ("numpy", "dtype"): _dtype,
+        ("numpy", "dtype"): restricted_dtype,
         **{
             (f"{package}.{name.split('.')[0]}", name.split(".")[1]): value
             for package in ("numpy.core", "numpy._core")
@@ -212,12 +212,6 @@ def _admitted() -> dict[tuple[str, str], Any]:
 _ADMITTED_GLOBALS = _admitted()
 
 
-class _RefusedGlobal(pickle.UnpicklingError):
-    def __init__(self, module: str, name: str) -> None:
-        super().__init__(f"refused global {module}.{name}")
-        self.qualified = f"{module}.{name}"
-
-
 class RestrictedUnpickler(pickle._Unpickler):  # the pure-Python unpickler: its opcodes can be overridden
     """Unpickles plain containers and NumPy arrays/scalars only, each opcode that could cost more than the stream
     holds checked before it runs (see the comment above)."""
@@ -226,7 +220,7 @@ class RestrictedUnpickler(pickle._Unpickler):  # the pure-Python unpickler: its 
         try:
             return _ADMITTED_GLOBALS[(module, name)]
         except KeyError:
-            raise _RefusedGlobal(module, name) from None
+            raise RefusedPickleGlobal(module, name) from None
 
     # opcodes that hash what the stream gives (after a MARK, ``self.stack`` holds the marked items)
     def load_setitem(self) -> None:
@@ -322,7 +316,7 @@ def load_pickle(path: str | os.PathLike[str]) -> Any:
     try:
         doc = RestrictedUnpickler(io.BytesIO(data)).load()
         _check_cost(doc)
-    except _RefusedGlobal as err:
+    except RefusedPickleGlobal as err:
         raise InputError(path, f"{err}: only containers and numpy arrays may be unpickled (nothing was run)") from None
     except (
         pickle.UnpicklingError,

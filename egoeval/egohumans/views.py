@@ -40,8 +40,8 @@ from egoeval.egohumans.formats import (
     MODALITIES,
     RestrictedUnpickler,
     TrackingAnnotation,
-    _dtype,
     read_tracking_annotation,
+    restricted_dtype,
 )
 from egoeval.egohumans.settings import FetchSettings
 from egoeval.errors import InputError
@@ -131,7 +131,7 @@ class _PoseFileUnpickler(RestrictedUnpickler):
 
     def find_class(self, module: str, name: str) -> Any:
         found = super().find_class(module, name)
-        if found is not _dtype:
+        if found is not restricted_dtype:
             return found
         return lambda spec, align=False, copy=True: np.dtype("O") if spec in ("O", "O8") else found(spec, align, copy)
 

@@ -20,7 +20,7 @@ Choices may be numbers, letters A-E (upper case; a lone lower-case letter too), 
 or "None of the above" (the displayed position of the empty slot). A number leading the answer wins over
 any text after it (``Answer: 3 - <text of another option>`` is 3). For a set, a bare ``none`` or ``[]``
 is the empty set, while "None of the above" selects that option. ``<think>...</think>`` blocks are ignored.
-Anything else raises ``ParseFailure`` with a reason: no text, no answer, a refusal, a number out of range (however
+Anything else raises ``UnreadableAnswer`` with a reason: no text, no answer, a refusal, a number out of range (however
 many digits), several choices where one is asked for, or disagreeing final answers. No text raises anything else.
 """
 
@@ -31,20 +31,14 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from egoeval.errors import UnreadableAnswer
+
 NONE_OF_THE_ABOVE = "None of the above"
 
 
 def displayed_options(stored: Sequence[str], perm: Sequence[int]) -> tuple[str, ...]:
     """``displayed[i] = stored[perm[i]]``, with the empty slot shown as "None of the above"."""
     return tuple(stored[p].strip() or NONE_OF_THE_ABOVE for p in perm)
-
-
-class ParseFailure(ValueError):
-    """The response holds no usable answer; ``reason`` says why."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 _THINK_TAG = re.compile(r"<(/?)(?:think|thinking|reasoning)>", re.I)
@@ -98,7 +92,7 @@ def parse_single(text: str | None, permutation: Sequence[int], options: Sequence
     ctx = _context(permutation, options)
     positions = _find(text, ctx, multi=False)
     if len(set(positions)) != 1:
-        raise ParseFailure(f"several choices where one is asked for: {_show(positions)}")
+        raise UnreadableAnswer(f"several choices where one is asked for: {_show(positions)}")
     return int(permutation[positions[0] - 1])
 
 
@@ -124,10 +118,10 @@ def _context(permutation: Sequence[int], options: Sequence[str] | None) -> _Opti
 def _find(text: str | None, ctx: _Options, multi: bool) -> list[int]:
     """The displayed 1-based positions chosen by the response (see the module docstring for the order)."""
     if text is None or not isinstance(text, str) or not text.strip():
-        raise ParseFailure("empty response")
+        raise UnreadableAnswer("empty response")
     clean = _clean(text)
     if not clean.strip():
-        raise ParseFailure("empty response once <think> blocks are removed")
+        raise UnreadableAnswer("empty response once <think> blocks are removed")
     last_start, last_line = _lines(clean)[-1]
     markers = _markers(clean)
     bare = _bare(last_line, ctx, multi)
@@ -143,11 +137,11 @@ def _find(text: str | None, ctx: _Options, multi: bool) -> list[int]:
         rest = clean[phrases[-1].end() :].split("\n", 1)[0]
         try:
             return _read(rest, ctx, multi)
-        except ParseFailure:
+        except UnreadableAnswer:
             pass
     if _REFUSAL.search(clean):
-        raise ParseFailure("refusal: no answer given")
-    raise ParseFailure("no answer found")
+        raise UnreadableAnswer("refusal: no answer given")
+    raise UnreadableAnswer("no answer found")
 
 
 def _clean(text: str) -> str:
@@ -207,10 +201,10 @@ def _final_block(clean: str, candidates: list[tuple[int, int, str]], ctx: _Optio
             break
         try:
             earlier = _read(candidates[k][2], ctx, multi)
-        except ParseFailure:
+        except UnreadableAnswer:
             continue
         if sorted(set(earlier)) != sorted(set(answer)):
-            raise ParseFailure(f"conflicting final answers: {_show(earlier)} then {_show(answer)}")
+            raise UnreadableAnswer(f"conflicting final answers: {_show(earlier)} then {_show(answer)}")
     return answer
 
 
@@ -230,7 +224,7 @@ def _bare(line: str, ctx: _Options, multi: bool) -> list[int] | None:
         return None
     try:
         return _read(stripped, ctx, multi)
-    except ParseFailure:
+    except UnreadableAnswer:
         return None
 
 
@@ -242,10 +236,10 @@ def _read(payload: str, ctx: _Options, multi: bool) -> list[int]:
     if _EMPTY_LIST.match(stripped):
         if multi:
             return []
-        raise ParseFailure("an empty list where one choice is asked for")
+        raise UnreadableAnswer("an empty list where one choice is asked for")
     if _NONE_OF_ABOVE.match(stripped) or (not multi and _NONE.match(stripped)):
         if ctx.none_position is None:
-            raise ParseFailure("answered 'None of the above' but no displayed option is empty (or options unknown)")
+            raise UnreadableAnswer("answered 'None of the above' but no displayed option is empty (or options unknown)")
         return [ctx.none_position]
     if _NONE.match(stripped):
         return []
@@ -261,7 +255,7 @@ def _read(payload: str, ctx: _Options, multi: bool) -> list[int]:
     phrases = list(_PHRASE.finditer(stripped))
     if phrases:
         return _read(stripped[phrases[-1].end() :], ctx, multi)
-    raise ParseFailure(f"could not read an answer from {stripped[:80]!r}")
+    raise UnreadableAnswer(f"could not read an answer from {stripped[:80]!r}")
 
 
 def _scan(text: str) -> tuple[list[str], int]:
@@ -295,11 +289,11 @@ def _positions(tokens: list[str], ctx: _Options) -> list[int]:
     """1-based displayed positions from number or letter tokens, checked against the option count."""
     digits = [t for t in tokens if t.isdigit()]
     if digits and len(digits) != len(tokens):
-        raise ParseFailure(f"numbers and letters mixed in one answer: {', '.join(tokens)}")
+        raise UnreadableAnswer(f"numbers and letters mixed in one answer: {', '.join(tokens)}")
     positions = [_number(t) for t in tokens] if digits else [ord(t) - ord("A") + 1 for t in tokens]
     for position, token in zip(positions, tokens, strict=True):
         if not 1 <= position <= ctx.count:
-            raise ParseFailure(f"choice {token[:20]} out of range 1-{ctx.count}")
+            raise UnreadableAnswer(f"choice {token[:20]} out of range 1-{ctx.count}")
     return positions
 
 

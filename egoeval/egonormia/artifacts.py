@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
-from egoeval.errors import InputError
+from egoeval.errors import ArtifactUnavailable, InputError
 from egoeval.io.bounded import read_parquet
 from egoeval.io.paths import data_file
 
@@ -104,10 +104,6 @@ def is_jpeg(data: bytes) -> bool:
     return data[:3] == b"\xff\xd8\xff"
 
 
-class Unavailable(Exception):
-    """A clip's frames image or description cannot be had; the message (recorded as the error) says why."""
-
-
 class FrameStore:
     """The frames stage's strips, one JPEG per clip, looked up through its index (failures recorded there)."""
 
@@ -117,18 +113,18 @@ class FrameStore:
 
     def jpeg(self, clip_id: str) -> bytes:
         if clip_id not in self._rows:
-            raise Unavailable("frames unavailable: the clip is not in the frames index")
+            raise ArtifactUnavailable("frames unavailable: the clip is not in the frames index")
         image, error = self._rows[clip_id]
         if not image:
-            raise Unavailable(f"frames unavailable: {error or 'no image'}")
+            raise ArtifactUnavailable(f"frames unavailable: {error or 'no image'}")
         if Path(image).name != image or image in {".", ".."}:
-            raise Unavailable(f"frames unavailable: {image!r} is not a plain file name")
+            raise ArtifactUnavailable(f"frames unavailable: {image!r} is not a plain file name")
         try:
             data = data_file(self.frames_dir, image, self.frames_dir / "index.parquet", clip_id).read_bytes()
         except InputError as error:
-            raise Unavailable(f"frames unavailable: {error}") from None
+            raise ArtifactUnavailable(f"frames unavailable: {error}") from None
         except OSError as error:
-            raise Unavailable(f"frames unavailable: cannot read {image}: {error.strerror}") from None
+            raise ArtifactUnavailable(f"frames unavailable: cannot read {image}: {error.strerror}") from None
         if not is_jpeg(data):
-            raise Unavailable(f"frames unavailable: {image} is not a JPEG")
+            raise ArtifactUnavailable(f"frames unavailable: {image} is not a JPEG")
         return data

@@ -65,12 +65,13 @@ def _answer(value: Any) -> int | list[int]:
 
 def compare_eval_json(path: Path, data: dict[str, Any], work: Path, tolerance: float, findings: Findings) -> None:
     """The official scorer's numbers per model key, then every clip whose answers differ."""
-    from egoeval.egonormia.scoring import OfficialFormatError, score_official
+    from egoeval.egonormia.scoring import score_official
+    from egoeval.errors import ScorerInputError
 
     ours = json.loads((work / EVAL_JSON).read_text())
     try:
         theirs_scores = score_official(data)
-    except OfficialFormatError as error:
+    except ScorerInputError as error:
         raise InputError(path, str(error)) from None
     start = findings.differences
     compare_numbers(theirs_scores, score_official(ours), tolerance, findings)

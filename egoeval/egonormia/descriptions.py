@@ -18,18 +18,10 @@ from tqdm import tqdm
 from egoeval.backends import Decoding
 from egoeval.backends.client import ModelClient, call_pool
 from egoeval.cache import ResponseCache, cache_file, cache_only
-from egoeval.egonormia.artifacts import (
-    DESCRIPTIONS,
-    FRAMES,
-    ITEMS,
-    NO_DESCRIPTION,
-    FrameStore,
-    Unavailable,
-    read_table,
-)
+from egoeval.egonormia.artifacts import DESCRIPTIONS, FRAMES, ITEMS, NO_DESCRIPTION, FrameStore, read_table
 from egoeval.egonormia.protocols.egoeval import describe_request
 from egoeval.egonormia.settings import EgoNormiaSettings, ModelSpec
-from egoeval.errors import TransientFailure
+from egoeval.errors import ArtifactUnavailable, TransientFailure
 from egoeval.io.atomic import write_parquet
 
 COLUMNS = ["id", "description", "source", "error", "request_key"]  # request_key: "" unless asked
@@ -53,7 +45,7 @@ def from_model(items: pd.DataFrame, frames: FrameStore, model: ModelSpec, cache:
     def describe(clip_id: str) -> dict[str, Any]:
         try:
             done = client.complete(describe_request(frames.jpeg(clip_id), decoding))
-        except Unavailable as error:
+        except ArtifactUnavailable as error:
             return {"id": clip_id, "description": "", "source": source, "error": str(error), "request_key": ""}
         return {
             "id": clip_id,

@@ -69,7 +69,7 @@ def rule_prompt_tokens(request: Any) -> int:
 
 
 def _dry_run_client() -> type:
-    from egoeval.backends import ChanceBackend, PermanentError, make_backend, request_key
+    from egoeval.backends import CallRefused, ChanceBackend, make_backend, request_key
     from egoeval.backends.client import Completion, ModelClient
 
     class DryRunClient(ModelClient):
@@ -99,7 +99,7 @@ def _dry_run_client() -> type:
                 self.missed[key] = request
             try:
                 return Completion(self._chance.complete(request).text, "", key)
-            except PermanentError:  # not a multiple choice: the estimate cannot say what comes after it
+            except CallRefused:  # not a multiple choice: the estimate cannot say what comes after it
                 return Completion("", "", key)
 
     return DryRunClient

@@ -56,13 +56,12 @@ from egoeval.egonormia.artifacts import (
     RESPONSES,
     USAGE_COLUMNS,
     FrameStore,
-    Unavailable,
     read_items,
     read_table,
 )
 from egoeval.egonormia.protocols import Answer, Ask, Clip, Conversation, Protocol, Scene, registry
 from egoeval.egonormia.settings import EgoNormiaSettings, InferSettings, ModelSpec
-from egoeval.errors import TransientFailure
+from egoeval.errors import ArtifactUnavailable, TransientFailure
 from egoeval.io.atomic import write_json, write_parquet
 from egoeval.settings import PARAMS_FILE, benchmark_settings
 
@@ -114,7 +113,7 @@ class Runner:
             elif not description.strip():
                 error = error or "empty description"
             if error:
-                raise Unavailable(f"description unavailable: {error}")
+                raise ArtifactUnavailable(f"description unavailable: {error}")
             return Scene(setting, description=description)
         if setting == "video":
             return Scene(setting, frames_jpeg=self.frames.jpeg(clip_id))
@@ -125,7 +124,7 @@ class Runner:
         clip = conversation.clip
         try:
             scene = self._scene(clip.id, conversation.setting)
-        except Unavailable as error:
+        except ArtifactUnavailable as error:
             failed = Completion(None, str(error), "")
             subtasks = self.protocol.conversations[conversation.kind]
             answers = [Answer(s, self.protocol.permutation(self.seed, clip.id, s), failed) for s in subtasks]

@@ -30,7 +30,6 @@ from egoeval.egonormia.artifacts import (
     RESPONSES,
     SETTINGS,
     FrameStore,
-    Unavailable,
     read_items,
     read_table,
     require_columns,
@@ -47,7 +46,7 @@ from egoeval.egonormia.published import (
     select_table,
     source_of,
 )
-from egoeval.errors import InputError
+from egoeval.errors import ArtifactUnavailable, InputError
 from egoeval.io.bounded import read_csv, read_parquet
 from egoeval.markup import data_uri, esc, fmt, paired_table, table
 from egoeval.reported import read_metrics
@@ -258,7 +257,7 @@ def clip_card(
     category = ", ".join(str(c) for c in item.taxonomy[correct]) if len(item.taxonomy) > correct else ""
     try:
         image = f'<img class="frames" alt="frames of {esc(clip)}" src="{data_uri(frames.jpeg(clip), "image/jpeg")}">'
-    except Unavailable as why:
+    except ArtifactUnavailable as why:
         image = f'<p class="bad">{esc(why)}</p>'
     options = [
         [

@@ -43,18 +43,19 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_:
         return int(exit_.code or 0)
-    from egoeval.egonormia.scoring import OfficialFormatError, score_official  # numpy: not for --help
+    from egoeval.egonormia.scoring import score_official
+    from egoeval.errors import ScorerInputError
 
     try:
         if args.json is not None:
             check_output(args.json, inputs=[args.official_eval])
         models = score_official(read_json(args.official_eval))
         if not models:
-            raise OfficialFormatError("no clip carries a model entry: nothing to score")
+            raise ScorerInputError("no clip carries a model entry: nothing to score")
     except InputError as error:
         print(f"egoeval score-norms: {error}", file=sys.stderr)
         return 2
-    except OfficialFormatError as error:
+    except ScorerInputError as error:
         print(f"egoeval score-norms: {args.official_eval}: {error}", file=sys.stderr)
         return 2
     print(format_table(models))

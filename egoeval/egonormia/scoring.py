@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from egoeval.errors import ScorerInputError
 from egoeval.significance import resamples as bootstrap_resamples
 
 METRICS = ("action", "justification", "both", "sensible_iou")
@@ -166,16 +167,6 @@ def category_accuracy(action_correct: np.ndarray, categories: Sequence[Sequence[
     return [(name, int(counts[k]), float(hits[k] / counts[k] * 100.0)) for k, name in enumerate(names)]
 
 
-class OfficialFormatError(ValueError):
-    """An eval JSON that the official scorer could not read; names the clip (and model) at fault."""
-
-    def __init__(self, message: str, clip: str | None = None, model: str | None = None) -> None:
-        where = "" if clip is None else f"clip {clip!r}" + ("" if model is None else f", model {model!r}") + ": "
-        super().__init__(where + message)
-        self.clip = clip
-        self.model = model
-
-
 def score_official(eval_json: Any) -> dict[str, dict[str, float | int | None]]:
     """The official scorer's numbers for every model key in an eval JSON (see FORMATS.md), as the newest
     ``compute_scores_final.py`` (default branch, commit 2019f27) computes them.
@@ -187,21 +178,21 @@ def score_official(eval_json: Any) -> dict[str, dict[str, float | int | None]]:
     added: the clip stays in those sums but is not counted in n. An empty model name is skipped, as the script's
     ``if model:`` does; a model no clip is counted for gets n 0 and no numbers (the script divides by zero there).
     One departure, where the script prints an error and half-counts the entry: a malformed entry raises
-    OfficialFormatError naming the clip and model.
+    ScorerInputError naming the clip and model.
     """
     if not isinstance(eval_json, dict):
-        raise OfficialFormatError("the top level is not an object of clips")
+        raise ScorerInputError("the top level is not an object of clips")
     sums: dict[str, list[float]] = {}
     for clip, answers in eval_json.items():
         if not isinstance(answers, dict):
-            raise OfficialFormatError("not an object of model entries", clip)
+            raise ScorerInputError("not an object of model entries", clip)
         for model, entry in answers.items():
             if not model:
                 continue
             best = _field(entry, "best", clip, model)
             results, correct = _list(best, "results", clip, model), _list(best, "correct", clip, model)
             if len(results) < 2 or len(correct) < 2:
-                raise OfficialFormatError("best results and correct need two entries each", clip, model)
+                raise ScorerInputError("best results and correct need two entries each", clip, model)
             action, justification = results[0] == correct[0], results[1] == correct[1]
             sensible = _field(entry, "sensible", clip, model, require_dict=False)
             iou, counted = 0.0, True
@@ -233,24 +224,24 @@ def _percentages(a: float, j: float, b: float, s: float, n: float) -> dict[str, 
 
 def _field(entry: Any, key: str, clip: str, model: str, require_dict: bool = True) -> Any:
     if not isinstance(entry, dict):
-        raise OfficialFormatError(f"entry is not an object (looking for {key!r})", clip, model)
+        raise ScorerInputError(f"entry is not an object (looking for {key!r})", clip, model)
     if key not in entry:
-        raise OfficialFormatError(f"missing key {key!r}", clip, model)
+        raise ScorerInputError(f"missing key {key!r}", clip, model)
     if require_dict and not isinstance(entry[key], dict):
-        raise OfficialFormatError(f"{key!r} is not an object", clip, model)
+        raise ScorerInputError(f"{key!r} is not an object", clip, model)
     return entry[key]
 
 
 def _list(entry: dict, key: str, clip: str, model: str) -> list:
     value = _field(entry, key, clip, model, require_dict=False)
     if not isinstance(value, list):
-        raise OfficialFormatError(f"{key!r} is not a list", clip, model)
+        raise ScorerInputError(f"{key!r} is not a list", clip, model)
     return value
 
 
 def _hashable(values: list, clip: str, model: str) -> set:
     if any(isinstance(value, (list, dict)) for value in values):
-        raise OfficialFormatError("sensible lists must hold plain values", clip, model)
+        raise ScorerInputError("sensible lists must hold plain values", clip, model)
     return set(values)
 
 

@@ -38,7 +38,7 @@ from egoeval.tracking.base import EPS, SequenceData
 from egoeval.tracking.clear import CLEAR
 from egoeval.tracking.hota import ALPHAS, HOTA
 from egoeval.tracking.identity import Identity
-from egoeval.tracking.identity import _final_fields as identity_fields
+from egoeval.tracking.identity import final_fields as identity_fields
 from egoeval.tracking.matching import forced_matches
 from egoeval.tracking.mot import WORLD_COLUMNS
 from egoeval.tracking.similarity import sequence_data

@@ -45,13 +45,13 @@ class Identity(Metric):
         res["IDTP"] = matched
         res["IDFN"] = data.num_gt_dets - matched
         res["IDFP"] = data.num_tracker_dets - matched
-        return _final_fields(res)
+        return final_fields(res)
 
     def combine_sequences(self, per_seq: dict[str, Result]) -> Result:
-        return _final_fields({field: combine_sum(per_seq, field) for field in INTEGER_FIELDS})
+        return final_fields({field: combine_sum(per_seq, field) for field in INTEGER_FIELDS})
 
 
-def _final_fields(res: Result) -> Result:
+def final_fields(res: Result) -> Result:
     res["IDR"] = res["IDTP"] / np.maximum(1.0, res["IDTP"] + res["IDFN"])
     res["IDP"] = res["IDTP"] / np.maximum(1.0, res["IDTP"] + res["IDFP"])
     res["IDF1"] = res["IDTP"] / np.maximum(1.0, res["IDTP"] + 0.5 * res["IDFP"] + 0.5 * res["IDFN"])

@@ -21,7 +21,7 @@ import numpy as np
 
 from egoeval.backends import ChatRequest, Decoding, ImagePart, Message, MultipleChoice, TextPart
 from egoeval.backends.client import Completion
-from egoeval.egonormia.answers import ParseFailure, displayed_options, parse_multi, parse_single
+from egoeval.egonormia.answers import displayed_options, parse_multi, parse_single
 from egoeval.egonormia.artifacts import SETTINGS
 from egoeval.egonormia.protocols import (
     Answer,
@@ -34,6 +34,7 @@ from egoeval.egonormia.protocols import (
     justification_choices,
 )
 from egoeval.egonormia.scoring import PARSE_FAILED
+from egoeval.errors import UnreadableAnswer
 
 if TYPE_CHECKING:
     from egoeval.egonormia.settings import ModelSpec
@@ -218,7 +219,7 @@ class Egoeval(Protocol):
             if subtask == "sensible":
                 return parse_multi(response, permutation, options), ""
             return parse_single(response, permutation, options), ""
-        except ParseFailure as failure:
+        except UnreadableAnswer as failure:
             return ([] if subtask == "sensible" else -1), PARSE_FAILED + failure.reason
 
     def sensible_entry(self, sensible: list[int], reason: str, gold: list[int]) -> dict[str, Any]:

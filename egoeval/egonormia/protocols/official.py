@@ -59,6 +59,7 @@ from egoeval.egonormia.protocols import (
     justification_choices,
 )
 from egoeval.egonormia.scoring import CALL_FAILED, PARSE_FAILED
+from egoeval.errors import ReferenceCodeError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -69,10 +70,6 @@ PROTOCOL_FILE = Path(__file__).with_name("official.json")
 IDENTITY = list(range(5))  # the official code's option order: stored order
 _INTEGER = re.compile(r"\d+")  # the official pattern: any Unicode decimal digits
 INT_DIGITS_LIMIT = 4300  # CPython's default int-string limit, the official environment's (3.11+)
-
-
-class OfficialError(Exception):
-    """Where the official code raises something other than ``InvalidResponseError``: recorded as an API error."""
 
 
 @cache
@@ -191,7 +188,7 @@ def last_list(reply: str) -> str | None:
 
 
 def extract_multi(reply: str | None) -> list[int] | None:
-    """The official sensible reading: the stored indices, or None when invalid; raises OfficialError where it errs.
+    """The official sensible reading: the stored indices, or None when invalid; raises ReferenceCodeError where it errs.
 
     An element outside 0..4 after the minus one makes the whole answer ``[]`` (valid, as the official code has it).
     """
@@ -208,14 +205,14 @@ def extract_multi(reply: str | None) -> list[int] | None:
     try:  # every element compared (a list, not all()): the official code's order of failures
         in_range = len([value for value in shifted if value <= 4 and value > -1]) == len(shifted)
     except TypeError as error:
-        raise OfficialError(f"sensible answer not comparable: {error}") from None
+        raise ReferenceCodeError(f"sensible answer not comparable: {error}") from None
     if not in_range:
         return []
     unshuffle = {i: i for i in IDENTITY}
     try:
         return [unshuffle[value] for value in shifted]
     except (KeyError, TypeError) as error:
-        raise OfficialError(f"sensible answer not an option index: {error!r}") from None
+        raise ReferenceCodeError(f"sensible answer not an option index: {error!r}") from None
 
 
 INVALID_ACTION = "the action answer is invalid"  # why the justification call was not made
@@ -271,7 +268,7 @@ class Official(Protocol):
             return choice, ""
         try:
             chosen = extract_multi(response)
-        except OfficialError as failure:
+        except ReferenceCodeError as failure:
             return [], CALL_FAILED + f"official: {failure}"
         if chosen is None:
             return [], PARSE_FAILED + "official: no readable [...] list"

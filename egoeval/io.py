@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
-PARAMS_FILE = Path("params.yaml")
 
 # What one input file may cost. Generous for the real data: the EgoHumans test annotation (47,740 images) is about
 # 150 MB of JSON nested 4 deep and its detections pickle about 125-190 MB holding some 15 million numbers;
@@ -501,11 +500,12 @@ def replaced_dir(out_dir: str | os.PathLike[str]) -> Iterator[Path]:
         yield work
 
 
-PIPELINE_FILES = ("dvc.yaml", "dvc.lock", "params.yaml", ".dvc", ".git")  # .dvc: DVC's config and cache
+PIPELINE_FILES = ("dvc.yaml", "dvc.lock", ".dvc", ".git")  # .dvc: DVC's config and cache
 
 
 def _lock_paths(root: str | os.PathLike[str], kinds: tuple[str, ...]) -> set[str]:
-    """The paths (relative to ``root``) of the given kinds (``deps``, ``outs``) that dvc.lock records."""
+    """The paths (relative to ``root``) of the given kinds (``deps``, ``outs``; ``params``: its files) that dvc.lock
+    records."""
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when there: every stage reads dvc.lock
@@ -518,13 +518,15 @@ def _lock_paths(root: str | os.PathLike[str], kinds: tuple[str, ...]) -> set[str
     for entry in stages.values():
         for kind in kinds:
             paths.update(str(item["path"]) for item in (entry or {}).get(kind) or [] if isinstance(item, dict))
+        if "params" in kinds and isinstance((entry or {}).get("params"), dict):
+            paths.update(str(name) for name in entry["params"])  # the params files the stage read
     return paths
 
 
 def tracked_paths(root: str | os.PathLike[str]) -> set[str]:
-    """The files and folders the pipeline in ``root`` tracks (relative paths): dvc.yaml, dvc.lock, params.yaml, DVC's
-    and git's own folders, and every dependency and output dvc.lock records."""
-    return {*PIPELINE_FILES, *_lock_paths(root, ("deps", "outs"))}
+    """The files and folders the pipeline in ``root`` tracks (relative paths): dvc.yaml, dvc.lock, DVC's and git's
+    own folders, and every dependency, output and params file dvc.lock records."""
+    return {*PIPELINE_FILES, *_lock_paths(root, ("deps", "outs", "params"))}
 
 
 def check_output(

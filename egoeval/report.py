@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from egoeval.benchmarks import registry
 from egoeval.io import atomic_write_text, check_output
 from egoeval.stage import help_text, run_stage
+
+if TYPE_CHECKING:
+    from egoeval.settings import Params
 
 OUT = Path("reports/index.html")
 STYLE = """
@@ -42,10 +45,11 @@ def _listed(names: list[str]) -> str:
     return " and ".join(filter(None, [", ".join(names[:-1]), *names[-1:]]))
 
 
-def build_page(root: Path, settings: Any) -> str:
-    """The whole page for the workspace at ``root`` (``settings``: the validated params.yaml)."""
+def build_page(root: Path, settings: Params) -> str:
+    """The whole page for the workspace at ``root`` (``settings``: the validated params; each benchmark's report
+    receives its own section)."""
     benchmarks = list(registry().values())
-    parts = [benchmark.report(root, settings) for benchmark in benchmarks]
+    parts = [benchmark.report(root, settings.section(benchmark)) for benchmark in benchmarks]
     sections = [section for part in parts for section in part.sections]
     nav = "".join(f'<a href="#{section.anchor}">{section.label}</a>' for section in sections)
     titles = _listed([benchmark.title for benchmark in benchmarks])

@@ -32,7 +32,10 @@ from egoeval.errors import (
     TransientFailure,
     os_error_exit,
 )
-from egoeval.io import PARAMS_FILE, recover_outputs
+from egoeval.io import recover_outputs
+
+PARAMS_FILE = Path("params.yaml")
+"""The params file every stage validates first and reads its settings from (``egoeval.settings.load_settings``)."""
 
 KEPT: list[Callable[[], str]] = []
 """What an interrupted run keeps beyond the last good outputs: each returns a phrase, or "" when it kept nothing (the

@@ -45,9 +45,11 @@ class Message:
 
 @dataclass(frozen=True)
 class Decoding:
-    temperature: float = 0.0
-    max_tokens: int = 1024
-    seed: int | None = None
+    """How a reply is decoded; a model entry's settings give it (``from_spec``: no default is declared here)."""
+
+    temperature: float
+    max_tokens: int
+    seed: int | None = None  # None: the request sends no seed
 
     @classmethod
     def from_spec(cls, spec: ModelEntry) -> Decoding:
@@ -90,7 +92,7 @@ class ChatRequest:
     """
 
     messages: tuple[Message, ...]
-    decoding: Decoding = Decoding()
+    decoding: Decoding
     choices: MultipleChoice | None = None
     content_as_parts: bool = False
     content_despite_refusal: bool = False
@@ -187,7 +189,7 @@ class EndpointDown(BackendError, TransientFailure):
 
 
 class ModelEntry(Protocol):
-    """A model entry of params.yaml as the backends read it, validated by the settings before it gets here."""
+    """A model entry of the settings as the backends read it, validated by the settings before it gets here."""
 
     backend: str
     name: str
@@ -208,9 +210,8 @@ class Backend(ABC):
     name: ClassVar[str]
     supports_images: ClassVar[bool]
 
-    def __init__(self, model: str, concurrency: int = 1) -> None:
+    def __init__(self, model: str) -> None:
         self.model = model
-        self.concurrency = concurrency
 
     @property
     def cache_name(self) -> str:

@@ -33,7 +33,7 @@ from egoeval.egohumans.formats import (
 )
 from egoeval.egohumans.settings import DetectSettings
 from egoeval.errors import InputError
-from egoeval.io import PARAMS_FILE, data_roots, read_json, read_parquet, write_parquet
+from egoeval.io import data_roots, read_json, read_parquet, write_parquet
 from egoeval.tracking.mot import read_mot
 from egoeval.video import read_pinned_image
 
@@ -99,8 +99,8 @@ def load_yolo(settings: DetectSettings, arch_only: bool = False) -> Any:
         return YOLO(settings.yolo_model)
     if not weights:
         raise InputError(
-            PARAMS_FILE,
-            "egohumans.detect.yolo_weights is not set: give the path of a local YOLO weights file (.pt; nothing is "
+            "egohumans.detect.yolo_weights",
+            "not set: give the path of a local YOLO weights file (.pt; nothing is "
             f"downloaded), or '{ARCH_ONLY}' (or --arch-only) for the untrained architecture",
         )
     if not Path(weights).is_file():

@@ -41,8 +41,7 @@ from egoeval.egonormia.artifacts import (
 from egoeval.egonormia.protocols import Answer, Ask, Clip, Conversation, Protocol, Scene, registry
 from egoeval.egonormia.settings import EgoNormiaSettings, InferSettings, ModelSpec
 from egoeval.errors import TransientFailure
-from egoeval.io import PARAMS_FILE, write_json
-from egoeval.settings import benchmark_settings
+from egoeval.io import write_json
 
 LEDGER_FILE = "ledger-egonormia_infer.json"
 """Beside the response cache: the last infer run's ledger per model (``ModelClient.ledger``). Not a DVC output: every
@@ -164,7 +163,7 @@ def run_inference(
             if isinstance(client.backend, OpenAIBatchBackend) and not client.cache_only:
                 units = [functools.partial(runner.run, c) for c in conversations]
                 run_batches(client, units, root / BATCHES, label=f"infer: {model.name}")
-            workers = 2 * client.backend.concurrency
+            workers = 2 * client.concurrency
             pool = stack.enter_context(call_pool(workers, f"infer-{model.name}"))
             futures.extend(pool.submit(runner.run, conversation) for conversation in conversations)
         with tqdm(total=len(futures), desc="infer", unit="conversation", file=sys.stderr) as bar:
@@ -228,9 +227,8 @@ class InferenceInputs(NamedTuple):
     root: Path
 
 
-def inference_inputs(root: Path = Path(".")) -> InferenceInputs:
-    """``run_inference``'s arguments as the infer stage reads them under ``root``."""
-    settings: EgoNormiaSettings = benchmark_settings("egonormia", root / PARAMS_FILE)
+def inference_inputs(settings: EgoNormiaSettings, root: Path = Path(".")) -> InferenceInputs:
+    """``run_inference``'s arguments as the infer stage reads them under ``root``, under its ``settings``."""
     return InferenceInputs(
         read_items(root / ITEMS),
         read_table(root / FRAMES / "index.parquet", ["id", "image", "error"]),

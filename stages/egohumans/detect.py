@@ -18,6 +18,7 @@ from pathlib import Path
 from egoeval.egohumans.artifacts import FETCHED
 from egoeval.egohumans.detection import OUT_DIR, detect
 from egoeval.egohumans.formats import DETECTION_MODES
+from egoeval.egohumans.settings import EgoHumansSettings
 from egoeval.settings import benchmark_settings
 from egoeval.stage import run_stage
 
@@ -29,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def body() -> None:
-        settings = benchmark_settings("egohumans")
+        settings = benchmark_settings("egohumans", EgoHumansSettings)
         out = OUT_DIR / f"{args.mode}.parquet"
         table = detect(args.mode, FETCHED, out, settings.detect, Path(settings.fetch.path), args.arch_only)
         print(f"{args.mode}: {len(table)} boxes over {table['sequence'].nunique()} sequences")

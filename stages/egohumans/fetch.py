@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from egoeval.egohumans.fetching import OUT_DIR, fetch, write_root_manifest
+from egoeval.egohumans.settings import EgoHumansSettings
 from egoeval.settings import benchmark_settings
 from egoeval.stage import run_stage
 
@@ -26,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def body() -> None:
-        settings = benchmark_settings("egohumans")
+        settings = benchmark_settings("egohumans", EgoHumansSettings)
         if args.write_manifest is not None:
             names = write_root_manifest(args.write_manifest, settings.fetch, settings.detect.modes, args.manifest)
             print(f"pinned {len(names)} files under {args.write_manifest}", file=sys.stderr)

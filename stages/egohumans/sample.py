@@ -58,7 +58,7 @@ from tqdm import tqdm
 
 from egoeval.egohumans.artifacts import SAMPLE
 from egoeval.egohumans.official_conversion import released_root
-from egoeval.egohumans.settings import SampleSettings
+from egoeval.egohumans.settings import EgoHumansSettings, SampleSettings
 from egoeval.io import replaced_dir, write_json, write_manifest
 from egoeval.settings import benchmark_settings
 from egoeval.stage import run_stage
@@ -915,7 +915,10 @@ def _generate_into(root: Path, params: SampleSettings) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
-    return run_stage(lambda: generate_sample(OUT_DIR, benchmark_settings("egohumans").sample), benchmark="egohumans")
+    return run_stage(
+        lambda: generate_sample(OUT_DIR, benchmark_settings("egohumans", EgoHumansSettings).sample),
+        benchmark="egohumans",
+    )
 
 
 if __name__ == "__main__":

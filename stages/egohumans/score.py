@@ -37,6 +37,7 @@ from egoeval.egohumans.crossview import cross_view_runs
 from egoeval.egohumans.head_speed import head_speed_table, head_speeds
 from egoeval.egohumans.paired import paired_table
 from egoeval.egohumans.scoring import headline_rows, read_runs, run_data, run_names, score_runs, sequence_table
+from egoeval.egohumans.settings import EgoHumansSettings
 from egoeval.headline import write_rows
 from egoeval.io import json_bytes, outputs_together, read_parquet
 from egoeval.paired import csv_bytes
@@ -53,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def body() -> None:
         with outputs_together(METRICS_FILE, HEADLINE_DIR, SEQUENCES_PLOT, HEAD_SPEED_PLOT, PAIRED_FILE) as outputs:
-            params = benchmark_settings("egohumans")
+            params = benchmark_settings("egohumans", EgoHumansSettings)
             gt, tracks = read_runs(GT_DIR, TRACKS, run_names(params))
             results = score_runs(gt, tracks, params.score)
             for run, entry in cross_view_runs(params, gt, tracks, FETCHED, TRACKS).items():  # across each take's views

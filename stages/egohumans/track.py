@@ -13,11 +13,11 @@ from pathlib import Path
 
 from egoeval.egohumans.artifacts import DETECTIONS, FETCHED, TRACKS
 from egoeval.egohumans.formats import DETECTION_MODES
+from egoeval.egohumans.settings import EgoHumansSettings
 from egoeval.egohumans.tracking import track
 from egoeval.errors import InputError
-from egoeval.io import PARAMS_FILE
 from egoeval.settings import benchmark_settings
-from egoeval.stage import run_stage
+from egoeval.stage import PARAMS_FILE, run_stage
 
 OUT_DIR = TRACKS
 
@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def body() -> None:
         run = f"{args.tracker}-{args.mode}"
-        settings = benchmark_settings("egohumans")
+        settings = benchmark_settings("egohumans", EgoHumansSettings)
         configured = settings.track
         if args.tracker not in configured.config:
             known = ", ".join(sorted(configured.config))

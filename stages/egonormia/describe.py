@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(description=__doc__).parse_args(argv)
 
     def run() -> None:
-        settings: EgoNormiaSettings = benchmark_settings("egonormia")
+        settings: EgoNormiaSettings = benchmark_settings("egonormia", EgoNormiaSettings)
         source = settings.describe.source
         items = read_table(ITEMS, ["id"])
         if source == "dataset":

@@ -56,11 +56,11 @@ from egoeval.egonormia.schema import (
     select_clips,
     write_items,
 )
-from egoeval.egonormia.settings import FetchSettings
+from egoeval.egonormia.settings import EgoNormiaSettings, FetchSettings
 from egoeval.errors import InputError
-from egoeval.io import PARAMS_FILE, atomic_write_text, data_file, data_roots, replaced_dir, sha256_file, verify_manifest
+from egoeval.io import atomic_write_text, data_file, data_roots, replaced_dir, sha256_file, verify_manifest
 from egoeval.settings import benchmark_settings
-from egoeval.stage import run_stage
+from egoeval.stage import PARAMS_FILE, run_stage
 
 
 def _folders(settings: FetchSettings) -> tuple[Path, Path]:
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
             names = write_folder_manifest(args.write_manifest, args.manifest, args.media)
             print(f"pinned {len(names)} files of {args.write_manifest}", file=sys.stderr)
             return
-        items = fetch(benchmark_settings("egonormia").fetch, FETCHED)
+        items = fetch(benchmark_settings("egonormia", EgoNormiaSettings).fetch, FETCHED)
         with_video, with_strip = int((items["video"] != "").sum()), int((items["strip"] != "").sum())
         print(
             f"fetched {len(items)} clips ({with_video} with a context video, {with_strip} with a frames strip) "

@@ -16,7 +16,7 @@ import sys
 
 from egoeval.egonormia.artifacts import FETCHED, FRAMES, ITEMS, read_table
 from egoeval.egonormia.frames import extract_frames
-from egoeval.egonormia.settings import FramesSettings
+from egoeval.egonormia.settings import EgoNormiaSettings, FramesSettings
 from egoeval.io import replaced_dir, write_parquet
 from egoeval.settings import benchmark_settings
 from egoeval.stage import run_stage
@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(description=__doc__).parse_args(argv)
 
     def run() -> None:
-        settings: FramesSettings = benchmark_settings("egonormia").frames
+        settings: FramesSettings = benchmark_settings("egonormia", EgoNormiaSettings).frames
         items = read_table(ITEMS, ["id", "video", "strip"])
         with replaced_dir(FRAMES) as work:
             index = extract_frames(items, FETCHED, work, settings)

@@ -32,7 +32,9 @@ import sys
 
 from egoeval.egonormia.artifacts import BATCHES, BATCHES_NOTE, RESPONSES
 from egoeval.egonormia.inference import check_failures, inference_inputs, run_inference
+from egoeval.egonormia.settings import EgoNormiaSettings
 from egoeval.io import write_parquet
+from egoeval.settings import benchmark_settings
 from egoeval.stage import run_stage
 
 
@@ -40,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(description=__doc__).parse_args(argv)
 
     def run() -> None:
-        inputs = inference_inputs()
+        inputs = inference_inputs(benchmark_settings("egonormia", EgoNormiaSettings))
         BATCHES.mkdir(parents=True, exist_ok=True)  # a declared output: request files, when a model is batched
         if not (BATCHES / "README.txt").is_file():
             (BATCHES / "README.txt").write_text(BATCHES_NOTE)

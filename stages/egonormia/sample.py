@@ -49,7 +49,7 @@ from tqdm import tqdm
 
 from egoeval.egonormia.positions import balance_positions, position_counts
 from egoeval.egonormia.schema import read_official_json, source_files
-from egoeval.egonormia.settings import SampleSettings
+from egoeval.egonormia.settings import EgoNormiaSettings, SampleSettings
 from egoeval.errors import InputError
 from egoeval.io import atomic_write_text, write_manifest
 from egoeval.settings import benchmark_settings
@@ -421,7 +421,7 @@ def main(argv: list[str] | None = None) -> int:
             names = write_sample_manifest()
             print(f"wrote {MANIFEST} ({len(names)} files)", file=sys.stderr)
         else:
-            written = render_sample(CLIPS_FILE, VIDEOS_DIR, benchmark_settings("egonormia").sample)
+            written = render_sample(CLIPS_FILE, VIDEOS_DIR, benchmark_settings("egonormia", EgoNormiaSettings).sample)
             print(f"rendered {len(written)} videos into {VIDEOS_DIR}", file=sys.stderr)
 
     return run_stage(body, benchmark="egonormia")

@@ -46,7 +46,7 @@ from egoeval.egonormia.ledger import LEDGER_COLUMNS, answer_ledgers
 from egoeval.egonormia.paired import Run, paired_table
 from egoeval.egonormia.protocols import recorded
 from egoeval.egonormia.scoring import Outcomes, category_accuracy, headline_rows, outcomes, summarize
-from egoeval.egonormia.settings import ScoreSettings
+from egoeval.egonormia.settings import EgoNormiaSettings, ScoreSettings
 from egoeval.errors import InputError
 from egoeval.headline import write_rows
 from egoeval.io import json_bytes, outputs_together, read_parquet
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
             items = read_table(ITEMS, list(ITEM_COLUMNS))
             if not PREDICTIONS.is_file():
                 raise InputError(PREDICTIONS, "file not found (run the parse stage first)")
-            params = benchmark_settings("egonormia")
+            params = benchmark_settings("egonormia", EgoNormiaSettings)
             predictions = read_parquet(PREDICTIONS)
             metrics, categories, paired = score(
                 items, predictions, params.score, split=params.fetch.split, dataset=params.fetch.rows_dataset

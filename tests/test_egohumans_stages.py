@@ -456,7 +456,7 @@ def test_yolo_architecture_only_end_to_end(tiny_fetched: Path, tmp_path: Path) -
 
 
 def test_yolo_without_weights_is_a_clear_error(tiny_fetched: Path, tmp_path: Path) -> None:
-    with pytest.raises(InputError, match=r"egohumans\.detect\.yolo_weights is not set"):
+    with pytest.raises(InputError, match=r"egohumans\.detect\.yolo_weights: not set"):
         detect.detect("yolo", tiny_fetched, tmp_path / "yolo.parquet", _detect_settings(yolo_weights=None), tmp_path)
     missing = tmp_path / "yolo11n.pt"
     with pytest.raises(InputError, match="names no such file") as err:
@@ -471,7 +471,7 @@ def test_stage_cli_reports_bad_input(pipeline: Path, capsys: pytest.CaptureFixtu
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(pipeline)
         assert detect.main(["--mode", "yolo"]) == 2
-    assert "egohumans.detect.yolo_weights is not set" in capsys.readouterr().err
+    assert "egohumans.detect.yolo_weights: not set" in capsys.readouterr().err
 
 
 def merged(*docs: dict[str, Any]) -> dict[str, Any]:

@@ -33,7 +33,7 @@ import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -60,6 +60,9 @@ from egoeval.findings import Findings, compare_numbers
 from egoeval.io.dvc_lock import read_lock
 from egoeval.reported import flatten_dotted, read_metrics
 from egoeval.stage_shell import command_env, help_text
+
+if TYPE_CHECKING:
+    from egoeval.settings import Params
 
 # ------------------------------------------------------------------------------------ 1. the workspace vs dvc.lock
 
@@ -135,9 +138,10 @@ def _stages(root: Path, targets: list[str]) -> list[StageInfo]:
 
 
 def rederive(
-    root: Path, work: Path, targets: list[str], findings: Findings, jobs: int | None = None
+    root: Path, work: Path, targets: list[str], findings: Findings, settings: Params, jobs: int | None = None
 ) -> list[str] | None:
-    """Check out the pinned inputs and re-run the stages up to ``targets``.
+    """Check out the pinned inputs and re-run the stages up to ``targets`` (``settings``: the workspace's params,
+    which the copy in ``work`` runs under).
 
     Returns the re-derived outputs that differ from dvc.lock, or None when a stage could not run.
     """
@@ -155,7 +159,7 @@ def rederive(
         findings.differ(f"pinned inputs are not in the DVC cache (dvc pull?): {error}")
         return None
     answers = work / ".egoeval-audit-answers"
-    unpulled = gather_answers(root, objects, answers, findings)
+    unpulled = gather_answers(root, settings, objects, answers, findings)
     env = command_env(**{CACHE_ONLY_ENV: "1", CACHE_DIR_ENV: str(answers.resolve())})
     failed = run_stages(runs, work, env, jobs)
     if failed is not None:
@@ -221,20 +225,17 @@ def run_stages(
     return failed
 
 
-def gather_answers(root: Path, objects: Path, folder: Path, findings: Findings) -> list[str]:
-    """A response cache in ``folder`` for a cache-only re-derivation: the local response cache, plus every answer
-    the pinned outputs recorded (a clone that pulled them from a DVC remote needs no local cache). Returns the
-    answer outputs that are pinned but not in the DVC cache."""
+def gather_answers(root: Path, settings: Params, objects: Path, folder: Path, findings: Findings) -> list[str]:
+    """A response cache in ``folder`` for a cache-only re-derivation: the local response cache (where ``settings``,
+    the workspace's params, put it), plus every answer the pinned outputs recorded (a clone that pulled them from a
+    DVC remote needs no local cache). Returns the answer outputs that are pinned but not in the DVC cache."""
     import pandas as pd  # not for --help
-
-    from egoeval.settings import load_settings  # pydantic: not for --help
 
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / CACHE_FILE
-    settings = load_settings(root / "params.yaml")
     from_local = 0
     for benchmark in registry().values():
-        configured = benchmark.response_cache_dir(settings)
+        configured = benchmark.response_cache_dir(settings.section(benchmark))
         local = cache_file(root / configured) if configured else None
         if local is not None and local.is_file() and not target.exists():  # one response cache serves them all
             with ResponseCache(local) as cache:
@@ -351,10 +352,13 @@ def audit(
     findings.section("2. re-derived from pinned inputs and cached model answers")
     benchmarks = sorted({name for report in reports for name in report.benchmarks})
     targets = [info.name for info in stages if set(info.metrics) & {p for b in benchmarks for p in files.get(b, [])}]
+    from egoeval.settings import workspace_settings  # pydantic: not for --help
+
+    settings = workspace_settings(root)  # the copy in ``work`` re-derives under these params
     work = keep or Path(tempfile.mkdtemp(prefix="egoeval-audit-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
-        changed = rederive(root, work, targets, findings, jobs)
+        changed = rederive(root, work, targets, findings, settings, jobs)
         if changed is None:
             return findings
         derived = {name: _load_metrics(work, files[name]) for name in benchmarks}
@@ -362,8 +366,9 @@ def audit(
             findings.section(f"3. {report.path} ({report.kind}) against the re-derived numbers")
             start = findings.differences
             if report.kind != "metrics":
-                registry()[report.benchmarks[0]].audit_compare(
-                    report.kind, report.path, report.data, work, tolerance, findings
+                own = registry()[report.benchmarks[0]]
+                own.audit_compare(
+                    report.kind, report.path, report.data, work, settings.section(own), tolerance, findings
                 )
             else:
                 single = not set(report.data) <= set(files)

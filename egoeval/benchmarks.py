@@ -2,7 +2,7 @@
 
 Nothing here names a benchmark. The settings root (``egoeval.settings``), the report page, ``egoeval compare``, the
 audit and the sharded flows iterate :func:`registry`; a new benchmark is a new package with a ``benchmark.py`` (plus
-its stages in dvc.yaml and its section in params.yaml), and no shared module changes. A stage of one benchmark
+its stages in dvc.yaml and its section of the params), and no shared module changes. A stage of one benchmark
 imports that benchmark only (:func:`benchmark`), so adding a benchmark re-runs none of the others' stages.
 """
 
@@ -10,18 +10,22 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import importlib
 import pkgutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+
+from egoeval.registry import Registry
 
 if TYPE_CHECKING:
     import pandas as pd
-    from pydantic import BaseModel
 
     from egoeval.findings import Findings
+    from egoeval.settings import Section
+
+S = TypeVar("S", bound="Section")
 
 
 @dataclass(frozen=True)
@@ -51,27 +55,29 @@ class AnswerOutput:
     column: str
 
 
-class Benchmark:
-    """What the shared front-ends need of a benchmark. Subclasses set the class attributes and override the hooks
-    they have; every hook imports its benchmark's modules itself, so reading the registry stays cheap."""
+class Benchmark(Generic[S]):
+    """What the shared front-ends need of a benchmark, generic in its settings section ``S``. Subclasses set the
+    class attributes and override the hooks they have; every hook imports its benchmark's modules itself, so reading
+    the registry stays cheap. A hook that needs settings receives its own section (the caller passes
+    ``params.section(benchmark)``, ``egoeval.settings.Params``), never the root."""
 
-    name: ClassVar[str]  # its params.yaml section and dvc.yaml's ``meta.benchmark``
+    name: ClassVar[str]  # its section of the params and dvc.yaml's ``meta.benchmark``
     title: ClassVar[str]  # as a reader knows it, e.g. "EgoNormia"
     order: ClassVar[int] = 100  # its place on the report page and in listings (then by name)
     commands: ClassVar[dict[str, tuple[str, str, str]]] = {}  # its egoeval subcommands: (module, function, help)
 
-    def settings_model(self) -> type[BaseModel]:
-        """The pydantic model of its params.yaml section."""
+    def settings_model(self) -> type[S]:
+        """The pydantic model of its section of the params."""
         raise NotImplementedError
 
-    def report(self, root: Path, settings: Any) -> ReportPart:
-        """Its part of the report page for the workspace at ``root`` (``settings``: the validated params)."""
+    def report(self, root: Path, settings: S) -> ReportPart:
+        """Its part of the report page for the workspace at ``root`` (``settings``: its validated section)."""
         return ReportPart([])
 
     def add_compare_arguments(self, parser: argparse.ArgumentParser) -> None:
         """The options ``egoeval compare`` takes for this benchmark's metrics."""
 
-    def compare(self, metrics: Any, settings: Any, args: argparse.Namespace) -> str:
+    def compare(self, metrics: Any, settings: S, args: argparse.Namespace) -> str:
         """``egoeval compare``: our numbers beside the published ones, as text."""
         return f"no published numbers are bundled for {self.title}"
 
@@ -83,8 +89,8 @@ class Benchmark:
         """Its outputs that record model answers with their request keys (the audit replays them)."""
         return []
 
-    def response_cache_dir(self, settings: Any) -> str | None:
-        """Where its stages keep the durable response cache (params), or None when it calls no model."""
+    def response_cache_dir(self, settings: S) -> str | None:
+        """Where its stages keep the durable response cache (its section's), or None when it calls no model."""
         return None
 
     def explain_output(self, path: str, pinned: Path, derived: Path) -> list[str]:
@@ -96,11 +102,15 @@ class Benchmark:
         folder), or None when it is not one."""
         return None
 
-    def audit_compare(self, kind: str, path: Path, data: Any, work: Path, tolerance: float, findings: Findings) -> None:
-        """A report of ``kind`` against the numbers re-derived in ``work``: what differs goes into ``findings``."""
+    def audit_compare(
+        self, kind: str, path: Path, data: Any, work: Path, settings: S, tolerance: float, findings: Findings
+    ) -> None:
+        """A report of ``kind`` against the numbers re-derived in ``work`` (``settings``: its section there): what
+        differs goes into ``findings``."""
 
-    def scale_out(self, form: str) -> ScaleOut | None:
-        """The sharded form of one of its stages (dvc.yaml's ``meta.scale_out.form``), or None."""
+    def scale_out(self, form: str, settings: S) -> ScaleOut | None:
+        """The sharded form of one of its stages (dvc.yaml's ``meta.scale_out.form``) under ``settings`` (its
+        section of the workspace that runs it), or None."""
         return None
 
 
@@ -133,34 +143,35 @@ def budget_share(budget: int, shard: int, shards: int) -> int:
     return budget // shards + (shard < budget % shards)
 
 
-@cache
-def benchmark_names() -> tuple[str, ...]:
-    """The names of the benchmark packages (a package's name is its benchmark's), found without importing them."""
+def _benchmark_packages() -> dict[str, Callable[[], Benchmark[Any]]]:
+    """The benchmark packages (a package's name is its benchmark's), found without importing them: each loads its
+    ``benchmark.py``'s ``BENCHMARK`` only (a stage of one benchmark loads no other's code)."""
     import egoeval
 
-    return tuple(
-        sorted(
-            module.name
-            for module in pkgutil.iter_modules(egoeval.__path__)
-            if module.ispkg and (Path(module.module_finder.path) / module.name / "benchmark.py").is_file()  # type: ignore[union-attr]
-        )
+    found = sorted(
+        module.name
+        for module in pkgutil.iter_modules(egoeval.__path__)
+        if module.ispkg and (Path(module.module_finder.path) / module.name / "benchmark.py").is_file()  # type: ignore[union-attr]
     )
+    return {name: Registry.module_loader(f"egoeval.{name}.benchmark", "BENCHMARK", name) for name in found}
+
+
+BENCHMARKS: Registry[Benchmark[Any]] = Registry("benchmark", _benchmark_packages)
+"""Every benchmark by name (``egoeval/<name>/benchmark.py``'s ``BENCHMARK``)."""
+
+
+def benchmark_names() -> tuple[str, ...]:
+    """The names of the benchmark packages, found without importing them."""
+    return BENCHMARKS.names()
+
+
+def benchmark(name: str) -> Benchmark[Any]:
+    """The benchmark of that name (UnknownName naming the known ones)."""
+    return BENCHMARKS.get(name)
 
 
 @cache
-def benchmark(name: str) -> Benchmark:
-    """The benchmark of that name; imports its package's ``benchmark.py`` only (a stage of one benchmark loads no
-    other's code)."""
-    if name not in benchmark_names():
-        raise KeyError(f"no benchmark {name!r} (known: {', '.join(benchmark_names())})")
-    found: Benchmark = importlib.import_module(f"egoeval.{name}.benchmark").BENCHMARK
-    if found.name != name:
-        raise TypeError(f"egoeval/{name}/benchmark.py: BENCHMARK.name is {found.name!r}, not its package's name")
-    return found
-
-
-@cache
-def registry() -> dict[str, Benchmark]:
+def registry() -> dict[str, Benchmark[Any]]:
     """Every benchmark, by name, in report order."""
     found = [benchmark(name) for name in benchmark_names()]
     return {b.name: b for b in sorted(found, key=lambda b: (b.order, b.name))}

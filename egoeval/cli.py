@@ -19,7 +19,7 @@ from egoeval.errors import ParamsError, os_error_exit
 # subcommand -> (module, function, one-line help); function(argv: list[str]) -> int. Each benchmark adds its own
 # (``Benchmark.commands``).
 SHARED_COMMANDS: dict[str, tuple[str, str, str]] = {
-    "check-params": ("egoeval.cli", "check_params", "validate params.yaml (types, ranges, unknown keys)"),
+    "check-params": ("egoeval.cli", "check_params", "validate the params (types, ranges, unknown keys)"),
     "audit": ("egoeval.audit", "main", "check that reported numbers reproduce from pinned inputs"),
     "compare": ("egoeval.compare", "main", "print reported numbers beside the published ones"),
     "report": ("egoeval.report_page", "main", "write every benchmark's results as one self-contained HTML page"),
@@ -85,17 +85,17 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def check_params(argv: list[str]) -> int:
-    """`egoeval check-params [PARAMS]`: validate params.yaml; exit 0 when valid, 2 with every error otherwise.
+    """`egoeval check-params [PARAMS]`: validate the params file; exit 0 when valid, 2 with every error otherwise.
 
     It lives here, not in egoeval.settings, so that its `--help` does not import pydantic."""
     import argparse
 
-    from egoeval.settings import PARAMS_FILE
-
     parser = argparse.ArgumentParser(prog="egoeval check-params", description=check_params.__doc__.splitlines()[0])
-    parser.add_argument("params", type=Path, nargs="?", default=PARAMS_FILE, help="default: ./params.yaml")
-    path = parser.parse_args(argv).params
-    from egoeval.settings import load_settings
+    parser.add_argument("params", type=Path, nargs="?", help="default: the params file of this folder's pipeline")
+    given = parser.parse_args(argv).params
+    from egoeval.settings import load_settings, params_file
+
+    path = given or params_file()
 
     try:
         load_settings(path)

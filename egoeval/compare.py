@@ -14,7 +14,6 @@ from egoeval.benchmarks import Benchmark, registry
 from egoeval.errors import InputError
 from egoeval.io.bounded import read_json
 from egoeval.reported import read_metrics
-from egoeval.settings import PARAMS_FILE
 from egoeval.stage_shell import help_text
 
 
@@ -34,7 +33,7 @@ def benchmark_of(path: Path, root: Path = Path(".")) -> str:
 def _parser(benchmarks: list[Benchmark]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="egoeval compare", description=help_text(__doc__.splitlines()[0]))
     parser.add_argument("metrics", type=Path, help="a metrics file, e.g. metrics/egohumans.json")
-    parser.add_argument("--params", type=Path, default=PARAMS_FILE, help="params.yaml (default: ./params.yaml)")
+    parser.add_argument("--params", type=Path, help="the params file (default: this folder's pipeline's)")
     for benchmark in benchmarks:
         benchmark.add_compare_arguments(parser.add_argument_group(f"{benchmark.title} metrics"))
     return parser
@@ -62,9 +61,9 @@ def main(argv: list[str] | None = None) -> int:
             ]
             said = f" (they are the {' and '.join(theirs)} options)" if theirs else ""
             parser.error(f"not an option for {own.title} metrics: {' '.join(unknown)}{said}")
-        from egoeval.settings import load_settings  # pydantic: not for --help
+        from egoeval.settings import load_settings, params_file  # pydantic: not for --help
 
-        print(own.compare(metrics, load_settings(args.params), args))
+        print(own.compare(metrics, load_settings(args.params or params_file()).section(own), args))
     except InputError as err:
         print(f"egoeval compare: {err}", file=sys.stderr)
         return 2

@@ -31,7 +31,17 @@ class InputError(ValueError):
 
 
 class ParamsError(InputError):
-    """params.yaml is invalid; the message lists every bad key (exit 2: nothing runs)."""
+    """The params file is invalid (``egoeval.settings``); the message lists every bad key (exit 2: nothing runs)."""
+
+
+class UnknownName(ValueError):
+    """A name no registry entry has (``egoeval.registry``): the message names it, its kind and the known names."""
+
+    def __init__(self, kind: str, name: object, known: tuple[str, ...]) -> None:
+        super().__init__(f"unknown {kind} {name!r} (known: {', '.join(known) or 'none'})")
+        self.kind = kind
+        self.name = name
+        self.known = known
 
 
 class PermanentFailure(RuntimeError):

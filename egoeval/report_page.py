@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from egoeval.benchmarks import Benchmark, ReportPart, ReportSection, benchmark, registry
 from egoeval.errors import InputError
@@ -23,6 +23,9 @@ from egoeval.io.atomic import atomic_write_text, write_json
 from egoeval.io.bounded import read_json
 from egoeval.io.commit import check_output
 from egoeval.stage_shell import help_text, run_stage
+
+if TYPE_CHECKING:
+    from egoeval.settings import Params
 
 OUT = Path("reports/index.html")
 FRAGMENTS = Path("reports/fragments")  # <benchmark>.json: each benchmark's part of the page (its report stage)
@@ -68,10 +71,10 @@ class Fragment:
         }
 
 
-def benchmark_fragment(bench: Benchmark, root: Path, settings: Any) -> Fragment:
-    """``bench``'s part of the page for the workspace at ``root`` (``settings``: the validated params): the one place
-    a benchmark's ``report`` hook is called."""
-    return Fragment(bench.name, bench.title, bench.order, bench.report(root, settings))
+def benchmark_fragment(bench: Benchmark, root: Path, settings: Params) -> Fragment:
+    """``bench``'s part of the page for the workspace at ``root`` (``settings``: the validated params; the hook
+    receives its own section): the one place a benchmark's ``report`` hook is called."""
+    return Fragment(bench.name, bench.title, bench.order, bench.report(root, settings.section(bench)))
 
 
 def fragment_path(name: str) -> Path:
@@ -154,8 +157,8 @@ def assemble_page(fragments: list[Fragment]) -> str:
     )
 
 
-def build_page(root: Path, settings: Any) -> str:
-    """The whole page for the workspace at ``root`` (``settings``: the validated params.yaml), every registered
+def build_page(root: Path, settings: Params) -> str:
+    """The whole page for the workspace at ``root`` (``settings``: the validated params), every registered
     benchmark's part rendered now."""
     return assemble_page([benchmark_fragment(bench, root, settings) for bench in registry().values()])
 

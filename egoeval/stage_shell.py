@@ -34,7 +34,9 @@ from egoeval.errors import (
     os_error_exit,
 )
 from egoeval.io.commit import recover_outputs
-from egoeval.settings import PARAMS_FILE
+
+PARAMS_FILE = Path("params.yaml")
+"""The params file every stage validates first and reads its settings from (``egoeval.settings.load_settings``)."""
 
 KEPT: list[Callable[[], str]] = []
 """What an interrupted run keeps beyond the last good outputs: each returns a phrase, or "" when it kept nothing (the

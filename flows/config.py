@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from egoeval.settings import FlowsSettings, load_settings
+from egoeval.settings import FlowsSettings, workspace_settings
 
 PREFECT_DIR = Path(".egoeval-cache/prefect")  # under the project root: the last report
 REPORT_FILE = PREFECT_DIR / "report.md"
@@ -14,7 +14,7 @@ REPORT_ARTIFACT_KEY = "egoeval-nightly-report"
 
 def flow_settings(root: str | os.PathLike[str]) -> FlowsSettings:
     """params.yaml of the project at ``root``, validated whole (a bad key anywhere stops the run); its ``flows``."""
-    return load_settings(Path(root) / "params.yaml").flows
+    return workspace_settings(root).flows
 
 
 def baseline_lock(baseline: str) -> str:

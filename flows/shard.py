@@ -27,6 +27,7 @@ from prefect_dask import DaskTaskRunner
 from egoeval.benchmarks import ScaleOut, benchmark, benchmark_names
 from egoeval.dvc_project import pipeline_stages
 from egoeval.errors import InputError
+from egoeval.settings import Params, workspace_settings
 from flows.config import flow_settings
 
 
@@ -70,14 +71,17 @@ def sharded_flow(
     """A stage's sharded form under ``root``: plan, one task per shard, merge; returns the output's path."""
     options = options or {}
     base = Path(root).resolve()
-    form = sharded_form(benchmark_name, form_name)
-    planned = form.plan(base, shards or flow_settings(base).dask_workers, **options)
+    settings = workspace_settings(base)  # validated whole: a bad key anywhere stops the run
+    form = sharded_form(benchmark_name, form_name, settings)
+    planned = form.plan(base, shards or settings.flows.dask_workers, **options)
     return str(form.merge(base, run_shards(form, planned), **options))
 
 
-def sharded_form(benchmark_name: str, form_name: str) -> ScaleOut:
-    """The benchmark's sharded form of that name; InputError naming dvc.yaml when there is none."""
-    form = benchmark(benchmark_name).scale_out(form_name) if benchmark_name in benchmark_names() else None
+def sharded_form(benchmark_name: str, form_name: str, settings: Params) -> ScaleOut:
+    """The benchmark's sharded form of that name under ``settings`` (it receives its own section); InputError naming
+    dvc.yaml when there is none."""
+    own = benchmark(benchmark_name) if benchmark_name in benchmark_names() else None
+    form = own.scale_out(form_name, settings.section(own)) if own is not None else None
     if form is None:
         said = f"meta.scale_out.form {form_name!r}: benchmark {benchmark_name!r} (meta.benchmark) has no such form"
         raise InputError("dvc.yaml", said)

@@ -21,6 +21,7 @@ from egoeval.egohumans.audit import compare_tracks
 from egoeval.egonormia.audit import compare_eval_json
 from egoeval.errors import InputError
 from egoeval.findings import Findings
+from egoeval.settings import workspace_settings
 
 RUN = "bytetrack-file"  # a tracking run of the bundled sample
 BENCHMARKS = ("egonormia", "egohumans")
@@ -172,7 +173,7 @@ def test_tracker_results_folder_reproduces_or_differs(rederived: Rederived, tmp_
     folder = tmp_path / "some-results"  # not named after a run: compared with every run, the closest reported
     shutil.copytree(work / "data/egohumans/tracks" / RUN, folder)
     findings = Findings()
-    compare_tracks(read_report(folder).path, work, 1e-6, findings)
+    compare_tracks(read_report(folder).path, work, workspace_settings(work).egohumans.score, 1e-6, findings)
     assert findings.differences == 0 and f"compared with the re-derived run {RUN} (the closest)" in findings.lines[0]
 
     sequence = sorted(folder.glob("*.txt"))[0]
@@ -180,7 +181,7 @@ def test_tracker_results_folder_reproduces_or_differs(rederived: Rederived, tmp_
     sequence.write_text("\n".join(rows[len(rows) // 2 :]) + "\n")  # the first half of the boxes is gone
     (folder / "99_unknown.txt").write_text(rows[0] + "\n")
     findings = Findings()
-    compare_tracks(read_report(folder).path, work, 1e-6, findings)
+    compare_tracks(read_report(folder).path, work, workspace_settings(work).egohumans.score, 1e-6, findings)
     text = "\n".join(findings.lines)
     assert "DIFF  sequences not in the pinned ground truth: ['99_unknown']" in text
     assert f"DIFF  sequences/{sequence.stem}/FN: reported" in text and "DIFF  COMBINED/HOTA: reported" in text

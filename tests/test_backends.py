@@ -14,7 +14,6 @@ import threading
 import time
 from email.utils import formatdate
 from pathlib import Path
-from typing import get_args
 
 import httpx
 import pytest
@@ -24,13 +23,8 @@ from openai_server import Fault, OpenAIServer, Served, last_user_text
 from PIL import Image
 
 from egoeval.backends import (
-    BACKENDS,
-    CallRefused,
-    CallRetryable,
     ChatRequest,
     Decoding,
-    EndpointDown,
-    EndpointError,
     ImagePart,
     Message,
     MultipleChoice,
@@ -44,9 +38,8 @@ from egoeval.backends.limiter import AdaptiveLimiter, Outcome, call_with_retries
 from egoeval.backends.openai import OpenAIBackend, _Answer, parse_retry_after, reply_byte_limit
 from egoeval.cache import ResponseCache
 from egoeval.egonormia.protocols import justification_choices
-from egoeval.egonormia.settings import IMAGE_BACKENDS, ModelSpec
-from egoeval.egonormia.settings import Backend as BackendName
-from egoeval.errors import InputError, RetriesExhausted
+from egoeval.egonormia.settings import ModelSpec
+from egoeval.errors import CallRefused, CallRetryable, EndpointDown, EndpointError, InputError, RetriesExhausted
 from egoeval.settings import validate_params
 
 KEY_ENV = "EGOEVAL_TEST_API_KEY"
@@ -85,7 +78,7 @@ def chat(text: str = "Which? 1. a\n2. b\nAnswer: N", image: bytes | None = None)
 def question_request(multi: bool, context: str, options: tuple[str, ...], image: bytes | None = None) -> ChatRequest:
     text = TextPart(f"{context} {options} {multi}")
     parts = (ImagePart(image), text) if image else (text,)
-    return ChatRequest((Message("user", parts),), Decoding(), MultipleChoice(context, options, multi))
+    return ChatRequest((Message("user", parts),), Decoding(0.0, 64), MultipleChoice(context, options, multi))
 
 
 # ------------------------------------------------------------------ request keys
@@ -209,10 +202,10 @@ def test_transient_faults_are_retried_then_cached_and_never_sent_again(tmp_path:
     [
         ("401", "answered http 401", f"set a valid key in ${KEY_ENV}"),
         ("403", "answered http 403", f"check ${KEY_ENV}"),
-        ("404", "answered http 404", "check base_url"),
-        ("html", "answered 200 with a non-JSON body (text/html", "check base_url"),
+        ("404", "answered http 404", "check the model's base_url"),
+        ("html", "answered 200 with a non-JSON body (text/html", "check the model's base_url"),
         ("error_object", "answered 200 with an error object instead of a completion (The model is not", "base_url"),
-        ("gzip", "answered with a body that cannot be decoded (", "check base_url in params.yaml"),
+        ("gzip", "answered with a body that cannot be decoded (", "check the model's base_url"),
     ],
 )
 def test_endpoint_faults_are_permanent_and_name_the_endpoint_and_the_fix(
@@ -236,8 +229,8 @@ def test_endpoint_faults_are_permanent_and_name_the_endpoint_and_the_fix(
 @pytest.mark.parametrize(
     ("base_url", "key", "fix"),
     [
-        ("127.0.0.1:8000/v1", "sk-fine", "check base_url in params.yaml (http:// or https://"),
-        ("ftp://127.0.0.1:8000/v1", "sk-fine", "check base_url in params.yaml"),
+        ("127.0.0.1:8000/v1", "sk-fine", "check the model's base_url (http:// or https://"),
+        ("ftp://127.0.0.1:8000/v1", "sk-fine", "check the model's base_url"),
         (None, "sk-line\n", f"fix the environment variable {KEY_ENV}"),
         (None, "sk-\u00e9", f"fix the environment variable {KEY_ENV}"),
     ],
@@ -245,7 +238,7 @@ def test_endpoint_faults_are_permanent_and_name_the_endpoint_and_the_fix(
 def test_a_bad_url_or_key_fails_before_anything_is_sent(monkeypatch, base_url: str | None, key: str, fix: str) -> None:
     monkeypatch.setenv(KEY_ENV, key)
     with OpenAIServer() as server:
-        backend = OpenAIBackend(model="m", base_url=base_url or server.url, api_key_env=KEY_ENV, timeout_s=2.0)
+        backend = OpenAIBackend("m", base_url or server.url, KEY_ENV, timeout_s=2.0, connections=1)
         try:
             with pytest.raises(EndpointError, match=re.escape(fix)) as caught:
                 backend.complete(chat())
@@ -499,7 +492,7 @@ def test_minilm_baseline_loads_offline_and_picks_the_related_option() -> None:
             "None of the above",
         ),
     )
-    reply = backend.complete(ChatRequest((Message.text("user", "j"),), Decoding(), justification)).text
+    reply = backend.complete(ChatRequest((Message.text("user", "j"),), Decoding(0.0, 64), justification)).text
     assert reply.endswith("\nAnswer: 2")
     with pytest.raises(CallRefused):
         backend.complete(question_request(False, "", options, image=jpeg()))
@@ -507,12 +500,13 @@ def test_minilm_baseline_loads_offline_and_picks_the_related_option() -> None:
 
 @pytest.mark.bad_input
 def test_bad_model_entries_are_input_errors_naming_params() -> None:
-    """The settings refuse them (make_backend builds only validated entries), naming params.yaml and the key."""
+    """The settings refuse them (make_backend builds only validated entries), naming the params file and the key."""
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     for baseline, words in [
         (
             {"backend": "gpt", "name": "x"},
-            r"egonormia.baselines\[0\].backend = 'gpt': must be 'openai', 'openai_batch', 'random'",
+            r"egonormia.baselines\[0\].backend = 'gpt': unknown backend 'gpt' "
+            r"\(known: openai, openai_batch, random, minilm\)",
         ),
         ({"backend": "openai", "name": "x", "base_url": None}, r"egonormia.baselines\[0\]: .*needs base_url"),
         ({"backend": "random"}, r"egonormia.baselines\[0\].name: missing"),
@@ -523,11 +517,6 @@ def test_bad_model_entries_are_input_errors_naming_params() -> None:
     described["model"] = {**described["model"], "backend": "minilm"}
     with pytest.raises(InputError, match=r"describe.source 'model' needs a vision-language model; .*'minilm' cannot"):
         validate_params({**params, "egonormia": described})
-
-
-def test_the_settings_know_every_backend_and_which_take_images() -> None:
-    assert set(get_args(BackendName)) == set(BACKENDS)
-    assert set(IMAGE_BACKENDS) == {name for name, backend in BACKENDS.items() if backend.supports_images}
 
 
 # ------------------------------------------------------------------ hostile endpoints; the official reading
@@ -618,9 +607,8 @@ def test_nothing_listening_is_said_at_once_naming_the_address_and_the_param(tmp_
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     url = f"http://127.0.0.1:{port}/v1"
-    backend = OpenAIBackend(model="m", base_url=url, api_key_env=None, timeout_s=30)
     with ResponseCache(tmp_path / "c.sqlite") as cache:
-        client = ModelClient(backend, cache, max_retries=6, base_delay=0.5)
+        client = ModelClient.from_spec(ModelSpec(backend="openai", name="m", base_url=url, timeout_s=30), cache)
         started = time.monotonic()
         try:
             with pytest.raises(EndpointDown) as caught:
@@ -632,7 +620,7 @@ def test_nothing_listening_is_said_at_once_naming_the_address_and_the_param(tmp_
     assert time.monotonic() - started < 3
     message = str(caught.value)
     assert message.startswith(f"{url}/chat/completions: nothing answers at this address (")
-    assert "check base_url of model 'm' in params.yaml" in message
+    assert "check base_url of model 'm' and that the server is running there" in message
 
 
 @pytest.mark.bad_input
@@ -661,7 +649,7 @@ def test_rejections_are_one_requests_failure_unless_the_first_calls_all_are(tmp_
         assert [isinstance(o, EndpointError) for o in outcomes] == [k >= FIRST_CALLS - 1 for k in range(20)]
         message = str(outcomes[-1])
         assert message.startswith(f"{server.url}/chat/completions (model 'test-vlm') rejected the first 8 calls alike")
-        assert "check the model's name, max_tokens and temperature in params.yaml" in message
+        assert "check the model's name, max_tokens and temperature" in message
         assert len(server.requests) == FIRST_CALLS
 
 

@@ -196,7 +196,10 @@ def test_shards_killed_while_polling_record_every_batch_and_the_rerun_submits_no
         prepare(tmp_path, items, server)
         shard = (
             "import sys; from pathlib import Path; from egoeval.egonormia.scale_out import ShardedInference as S; "
-            "form = S(); form.run(form.plan(Path('.'), 2)[int(sys.argv[1])])"
+            "from egoeval.egonormia.settings import EgoNormiaSettings; "
+            "from egoeval.settings import benchmark_settings; "
+            "form = S(benchmark_settings('egonormia', EgoNormiaSettings)); "
+            "form.run(form.plan(Path('.'), 2)[int(sys.argv[1])])"
         )
         env = tool_env(**{KEY_ENV: SECRET})
         shards = [

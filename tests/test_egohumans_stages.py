@@ -124,7 +124,7 @@ def _score_settings(**changes: Any) -> ScoreSettings:
 def stage(work: Callable[[EgoHumansSettings], object]) -> int:
     """A stage's work as its CLI runs it: through the stage shell (params checked first, failures mapped to exit
     codes), given params.yaml's egohumans section."""
-    return run_stage(lambda: work(benchmark_settings("egohumans")), benchmark="egohumans")
+    return run_stage(lambda: work(benchmark_settings("egohumans", EgoHumansSettings)), benchmark="egohumans")
 
 
 @pytest.fixture(scope="module")
@@ -475,7 +475,7 @@ def test_yolo_architecture_only_end_to_end(tiny_fetched: Path, tmp_path: Path) -
 
 
 def test_yolo_without_weights_is_a_clear_error(tiny_fetched: Path, tmp_path: Path) -> None:
-    with pytest.raises(InputError, match=r"egohumans\.detect\.yolo_weights is not set"):
+    with pytest.raises(InputError, match=r"egohumans\.detect\.yolo_weights: not set"):
         detection.detect("yolo", tiny_fetched, tmp_path / "yolo.parquet", _detect_settings(yolo_weights=None), tmp_path)
     missing = tmp_path / "yolo11n.pt"
     with pytest.raises(InputError, match="names no such file") as err:
@@ -490,7 +490,7 @@ def test_stage_cli_reports_bad_input(pipeline: Path) -> None:
     command = [sys.executable, "-m", "stages.egohumans.detect", "--mode", "yolo"]
     run = subprocess.run(command, cwd=pipeline, capture_output=True, text=True, timeout=300)
     assert run.returncode == 2, run.stderr
-    assert "egohumans.detect.yolo_weights is not set" in run.stderr and "Traceback" not in run.stderr
+    assert "egohumans.detect.yolo_weights: not set" in run.stderr and "Traceback" not in run.stderr
 
 
 def merged(*docs: dict[str, Any]) -> dict[str, Any]:

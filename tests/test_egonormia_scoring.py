@@ -32,7 +32,7 @@ from egoeval.egonormia.scoring import (
     score_official,
     set_iou,
 )
-from egoeval.egonormia.settings import ScoreSettings
+from egoeval.egonormia.settings import EgoNormiaSettings, ScoreSettings
 from egoeval.errors import ScorerInputError
 from egoeval.settings import benchmark_settings
 from egoeval.stage_shell import run_stage
@@ -296,7 +296,9 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def run_stages(workdir: Path) -> dict[str, bytes]:
     assert run_stage(write_predictions, benchmark="egonormia") == 0
-    assert run_stage(lambda: write_metrics(benchmark_settings("egonormia")), benchmark="egonormia") == 0
+    assert (
+        run_stage(lambda: write_metrics(benchmark_settings("egonormia", EgoNormiaSettings)), benchmark="egonormia") == 0
+    )
     names = [
         "data/egonormia/predictions.parquet",
         "data/egonormia/predictions_eval.json",

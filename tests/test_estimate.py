@@ -19,12 +19,12 @@ from hypothesis import strategies as st
 from openai_server import OpenAIServer, prompt_usage
 from PIL import Image
 
-from egoeval.backends import OpenAIBackend
-from egoeval.backends.base import ChatRequest, ImagePart, Message, TextPart
+from egoeval.backends.base import ChatRequest, Decoding, ImagePart, Message, TextPart
 from egoeval.backends.client import ModelClient, token_cost
 from egoeval.cache import ResponseCache
 from egoeval.egonormia.estimate import image_tokens, rule_prompt_tokens
 from egoeval.egonormia.inference import LEDGER_FILE
+from egoeval.egonormia.settings import ModelSpec
 
 KEY_ENV = "EGOEVAL_ESTIMATE_TEST_KEY"
 
@@ -52,9 +52,12 @@ def jpeg(width: int, height: int) -> bytes:
 
 def test_the_ledger_counts_calls_hits_retries_usage_and_cost(tmp_path: Path) -> None:
     text = "Which action is normative? 1. wave 2. bow"
-    request = ChatRequest((Message("user", (TextPart(text), ImagePart(jpeg(1024, 1024)))),))
+    request = ChatRequest((Message("user", (TextPart(text), ImagePart(jpeg(1024, 1024)))),), Decoding(0.0, 1024))
     with OpenAIServer(per_request=["503"]) as server, ResponseCache(tmp_path / "c.sqlite") as cache:
-        client = ModelClient(OpenAIBackend("m", server.url, None, 10), cache, base_delay=0.01, max_delay=0.02)
+        spec = ModelSpec(
+            backend="openai", name="m", base_url=server.url, timeout_s=10, retry_base_s=0.01, retry_max_s=0.02
+        )
+        client = ModelClient.from_spec(spec, cache)
         first, again = client.complete(request), client.complete(request)
         ledger = client.ledger((2.5, 10.0))
         sent = [r.body for r in server.requests]

@@ -44,7 +44,7 @@ import json
 import math
 from pathlib import Path
 
-from egoeval.io import atomic_write_text
+from egoeval.io.atomic import atomic_write_text
 
 ANSWERS = Path(__file__).with_name("answers.txt")
 METRICS = Path("metrics/toy.json")
@@ -69,9 +69,11 @@ def write_metrics(threshold: float) -> None:
 from egoeval.settings import benchmark_settings
 from egoeval.stage_shell import run_stage
 from egoeval.toy.scoring import write_metrics
+from egoeval.toy.settings import ToySettings
 
 if __name__ == "__main__":
-    raise SystemExit(run_stage(lambda: write_metrics(benchmark_settings("toy").threshold), benchmark="toy"))
+    threshold = lambda: benchmark_settings("toy", ToySettings).threshold
+    raise SystemExit(run_stage(lambda: write_metrics(threshold()), benchmark="toy"))
 ''',
     "stages/toy/report.py": '''\
 """Stage toy_report: the toy's part of the report page, reports/fragments/toy.json."""
@@ -91,29 +93,28 @@ from pathlib import Path
 from typing import Any
 
 from egoeval.benchmarks import Benchmark, ReportPart, ReportSection
+from egoeval.toy.settings import ToySettings
 
 
-class Toy(Benchmark):
+class Toy(Benchmark[ToySettings]):
     name = "toy"
     title = "Toy"
     order = 30
 
-    def settings_model(self) -> Any:
-        from egoeval.toy.settings import ToySettings
-
+    def settings_model(self) -> type[ToySettings]:
         return ToySettings
 
-    def report(self, root: Path, settings: Any) -> ReportPart:
+    def report(self, root: Path, settings: ToySettings) -> ReportPart:
         accuracy = json.loads((root / "metrics/toy.json").read_text())["all"]["accuracy"]
-        html = f'<h2 id="toy">{settings.toy.report.title}</h2><p>toy accuracy {accuracy:.1f} %</p>'
+        html = f'<h2 id="toy">{settings.report.title}</h2><p>toy accuracy {accuracy:.1f} %</p>'
         return ReportPart([ReportSection("toy", "Toy", html)], style=".toy-note{color:#555}")
 
     def add_compare_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--digits", type=int, default=1, help="decimals shown")
 
-    def compare(self, metrics: Any, settings: Any, args: argparse.Namespace) -> str:
+    def compare(self, metrics: Any, settings: ToySettings, args: argparse.Namespace) -> str:
         ours = metrics["all"]["accuracy"]
-        rows = [f"{model}: published {value:.{args.digits}f}" for model, value in settings.toy.published.items()]
+        rows = [f"{model}: published {value:.{args.digits}f}" for model, value in settings.published.items()]
         return "\\n".join([f"toy (ours, n={metrics['all']['n']}): {ours:.{args.digits}f}", *rows])
 
 
@@ -121,7 +122,14 @@ BENCHMARK = Toy()
 ''',
 }
 TOY_PARAMS = {"threshold": 0.35, "published": {"toy-model": 55.25}, "report": {"title": "Toy results"}}
-SHARED = ["egoeval/benchmarks.py", "egoeval/settings", "egoeval/stage_shell.py", "egoeval/io", "egoeval/errors.py"]
+SHARED = [
+    "egoeval/benchmarks.py",
+    "egoeval/registry.py",
+    "egoeval/settings",
+    "egoeval/stage_shell.py",
+    "egoeval/io",
+    "egoeval/errors.py",
+]
 TOY_STAGES = {
     "toy_score": {
         "meta": {"benchmark": "toy"},

@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import yaml
@@ -19,7 +20,11 @@ from conftest import REPO, copy_repo, dvc, free_port, nightly_env, running, star
 
 from egoeval.dvc_project import cache_key, lock_snapshot, pipeline_stages, stage_state
 from egoeval.reported import Metric, compare, flatten_metrics
+from egoeval.settings import workspace_settings
 from flows.nightly_report import build_report
+
+if TYPE_CHECKING:
+    from egoeval.egonormia.settings import EgoNormiaSettings
 
 STEP = '''\
 """The toy pipeline's only program: every run appends its arguments to runs.log (not an output of any stage)."""
@@ -82,6 +87,13 @@ TOY_PARAMS = {"toy": {"prepare": {"scale": 2, "fail_code": 0, "fail_times": 0}, 
 PARAMS = yaml.safe_load((REPO / "params.yaml").read_text())
 PARAMS["flows"].update(tolerance=0.5, retries=2, retry_backoff_s=0.05, gate=None)
 ORDER = ["prepare", "count@left", "count@right", "side", "score"]
+
+
+def egonormia_settings() -> EgoNormiaSettings:
+    """The repository's ``egonormia`` section (what a sharded form receives)."""
+    from egoeval.egonormia.settings import EgoNormiaSettings
+
+    return workspace_settings(REPO).named_section("egonormia", EgoNormiaSettings)
 
 
 def _run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -517,7 +529,7 @@ def test_sharded_inference_on_two_workers_is_byte_identical(tmp_path: Path, pref
     def sharded() -> pd.DataFrame:
         infer, protocol = infer_params("sharded")
         inputs = InferenceInputs(items, pd.DataFrame(index), frames, descriptions, specs, infer, protocol, Path("."))
-        return combine(run_shards(ShardedInference(), split(inputs, 2)))
+        return combine(run_shards(ShardedInference(egonormia_settings()), split(inputs, 2)))
 
     write_params(tmp_path, {"flows": {"dask_workers": 2}})
     table = sharded.with_options(task_runner=task_runner(tmp_path))()
@@ -558,7 +570,7 @@ def test_sharded_inference_keeps_one_concurrency_budget(
 
         @flow
         def sharded() -> pd.DataFrame:
-            return combine(run_shards(ShardedInference(), planned))
+            return combine(run_shards(ShardedInference(egonormia_settings()), planned))
 
         write_params(tmp_path, {"flows": {"dask_workers": 4}})
         table = sharded.with_options(task_runner=task_runner(tmp_path))()

@@ -22,7 +22,7 @@ from egoeval.egonormia.descriptions import from_dataset, write_descriptions
 from egoeval.egonormia.inference import check_failures, run_inference, write_responses
 from egoeval.egonormia.protocols import Protocol, registry
 from egoeval.egonormia.protocols.egoeval import permutation
-from egoeval.egonormia.settings import InferSettings, ModelSpec
+from egoeval.egonormia.settings import EgoNormiaSettings, InferSettings, ModelSpec
 from egoeval.settings import benchmark_settings
 from egoeval.stage_shell import run_stage
 
@@ -259,7 +259,9 @@ def test_permutations_are_seeded_and_uniform() -> None:
 
 def describe() -> int:
     """The describe stage's work through the stage shell, as its CLI runs it."""
-    return run_stage(lambda: write_descriptions(benchmark_settings("egonormia")), benchmark="egonormia")
+    return run_stage(
+        lambda: write_descriptions(benchmark_settings("egonormia", EgoNormiaSettings)), benchmark="egonormia"
+    )
 
 
 def write_stage_inputs(root: Path, items: pd.DataFrame, model: dict[str, Any], **infer: Any) -> None:

@@ -9,7 +9,6 @@ import json
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import get_args
 
 import numpy as np
 import pandas as pd
@@ -19,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracle_env import MotmetricsOracle, assert_equal_to_oracle
 
-from egoeval.egohumans.evaluators import EVALUATORS, PROTOCOLS, evaluator
+from egoeval.egohumans.evaluators import EVALUATORS, evaluator
 from egoeval.egohumans.score_tracks import score_folders
 from egoeval.egohumans.settings import ScoreSettings
 from egoeval.tracking.lapjv import LARGE, lapjv
@@ -272,11 +271,11 @@ def test_cli_protocols(motmetrics_oracle: MotmetricsOracle, tmp_path: Path) -> N
 
 
 def test_the_protocols_params_accept_are_the_evaluators() -> None:
-    """egohumans.score.protocol, `score-tracks --protocol` and the registry name the same evaluators."""
-    accepted = get_args(ScoreSettings.model_fields["protocol"].annotation)
-    assert sorted(accepted) == sorted(EVALUATORS) == sorted(PROTOCOLS)
+    """egohumans.score.protocol (its schema's enum) and the registry name the same evaluators."""
+    accepted = ScoreSettings.model_json_schema()["properties"]["protocol"]["enum"]
+    assert sorted(accepted) == sorted(EVALUATORS) == ["official", "trackeval"]
     assert all(evaluator(name).name == name for name in accepted)
-    with pytest.raises(ValueError, match="protocol must be one of"):
+    with pytest.raises(ValueError, match=r"unknown protocol 'motchallenge' \(known: official, trackeval\)"):
         evaluator("motchallenge")
 
 

@@ -1,4 +1,4 @@
-"""Model backends behind one interface, chosen by name (``backend:`` in params.yaml)."""
+"""Model backends behind one interface, chosen by name (a model entry's ``backend``)."""
 
 from __future__ import annotations
 
@@ -16,23 +16,20 @@ from egoeval.backends.base import (
     redact,
     request_key,
 )
-from egoeval.backends.batch import OpenAIBatchBackend
-from egoeval.backends.chance import ChanceBackend
-from egoeval.backends.minilm import MiniLMBackend
-from egoeval.backends.openai import OpenAIBackend
-from egoeval.errors import CallFailed, CallRefused, CallRetryable, EndpointDown, EndpointError, RequestRejected
+from egoeval.registry import Registry
 
-BACKENDS: dict[str, type[Backend]] = {
-    "openai": OpenAIBackend,
-    "openai_batch": OpenAIBatchBackend,
-    "random": ChanceBackend,
-    "minilm": MiniLMBackend,
-}
+BACKENDS: Registry[type[Backend]] = Registry("backend")
+"""Every backend class by its name (a model entry's ``backend``; the settings allow exactly these names), each
+imported when first used: reading the names imports no HTTP client or model."""
+BACKENDS.register_lazy("openai", "egoeval.backends.openai:OpenAIBackend")
+BACKENDS.register_lazy("openai_batch", "egoeval.backends.batch:OpenAIBatchBackend")
+BACKENDS.register_lazy("random", "egoeval.backends.chance:ChanceBackend")
+BACKENDS.register_lazy("minilm", "egoeval.backends.minilm:MiniLMBackend")
 
 
 def make_backend(spec: ModelEntry) -> Backend:
-    """The backend of a validated model entry of params.yaml."""
-    return BACKENDS[spec.backend].from_spec(spec)
+    """The backend of a validated model entry of the settings."""
+    return BACKENDS.get(spec.backend).from_spec(spec)
 
 
 __all__ = [

@@ -43,9 +43,11 @@ class Message:
 
 @dataclass(frozen=True)
 class Decoding:
-    temperature: float = 0.0
-    max_tokens: int = 1024
-    seed: int | None = None
+    """How a reply is decoded; a model entry's settings give it (``from_spec``: no default is declared here)."""
+
+    temperature: float
+    max_tokens: int
+    seed: int | None = None  # None: the request sends no seed
 
     @classmethod
     def from_spec(cls, spec: ModelEntry) -> Decoding:
@@ -88,7 +90,7 @@ class ChatRequest:
     """
 
     messages: tuple[Message, ...]
-    decoding: Decoding = Decoding()
+    decoding: Decoding
     choices: MultipleChoice | None = None
     content_as_parts: bool = False
     content_despite_refusal: bool = False
@@ -144,7 +146,7 @@ def redact(text: str, secret: str | None) -> str:
 
 
 class ModelEntry(Protocol):
-    """A model entry of params.yaml as the backends read it, validated by the settings before it gets here."""
+    """A model entry of the settings as the backends read it, validated by the settings before it gets here."""
 
     backend: str
     name: str
@@ -165,9 +167,8 @@ class Backend(ABC):
     name: ClassVar[str]
     supports_images: ClassVar[bool]
 
-    def __init__(self, model: str, concurrency: int = 1) -> None:
+    def __init__(self, model: str) -> None:
         self.model = model
-        self.concurrency = concurrency
 
     @property
     def cache_name(self) -> str:

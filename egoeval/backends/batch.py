@@ -82,13 +82,13 @@ class OpenAIBatchBackend(OpenAIBackend):
         base_url: str,
         api_key_env: str | None,
         timeout_s: float,
-        concurrency: int = 8,
+        connections: int,
         *,
-        poll_s: float = 30.0,
-        deadline_s: float = 86_400.0,
-        max_requests: int = 50_000,
+        poll_s: float,
+        deadline_s: float,
+        max_requests: int,
     ) -> None:
-        super().__init__(model, base_url, api_key_env, timeout_s, concurrency)
+        super().__init__(model, base_url, api_key_env, timeout_s, connections)
         self.poll_s = poll_s
         self.deadline_s = deadline_s
         self.max_requests = max_requests
@@ -131,7 +131,7 @@ class OpenAIBatchBackend(OpenAIBackend):
             if not self._answered:
                 raise EndpointDown(
                     f"{url}: nothing answers at this address ({_cut(redact(str(error), key), 120)}; connect timeout "
-                    f"{CONNECT_TIMEOUT_S:g} s): check base_url of model {self.model!r} in params.yaml"
+                    f"{CONNECT_TIMEOUT_S:g} s): check base_url of model {self.model!r}"
                 ) from None
             raise BatchError(f"{url}: connection error ({type(error).__name__})") from None
         except httpx.HTTPError as error:

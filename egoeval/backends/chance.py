@@ -15,13 +15,13 @@ class ChanceBackend(Backend):
     name: ClassVar[str] = "random"
     supports_images: ClassVar[bool] = True  # it looks at nothing, so every setting is fine
 
-    def __init__(self, model: str, seed: int = 0, concurrency: int = 1) -> None:
-        super().__init__(model, concurrency)
+    def __init__(self, model: str, seed: int = 0) -> None:
+        super().__init__(model)
         self.seed = seed
 
     @classmethod
     def from_spec(cls, spec: ModelEntry) -> ChanceBackend:
-        return cls(spec.name, concurrency=spec.concurrency)
+        return cls(spec.name)
 
     def complete(self, request: ChatRequest) -> Reply:
         question = request.choices

@@ -14,22 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from egoeval.backends import (
-    Backend,
-    CallFailed,
-    ChatRequest,
-    EndpointDown,
-    EndpointError,
-    ModelEntry,
-    Reply,
-    RequestRejected,
-    make_backend,
-    request_key,
-)
+from egoeval.backends import Backend, ChatRequest, ModelEntry, Reply, make_backend, request_key
 from egoeval.backends.limiter import AdaptiveLimiter, call_with_retries
 from egoeval.backends.usage import usage_counts
 from egoeval.cache import CACHE_MISS, ResponseCache
-from egoeval.errors import Interrupted
+from egoeval.errors import CallFailed, EndpointDown, EndpointError, Interrupted, RequestRejected
 
 FIRST_CALLS = 8  # when the first calls that reach an endpoint are all rejected alike, every call would be: stop
 
@@ -95,15 +84,17 @@ class ModelClient:
         backend: Backend,
         cache: ResponseCache,
         *,
-        max_retries: int = 6,
-        base_delay: float = 0.5,
-        max_delay: float = 30.0,
+        concurrency: int,
+        max_retries: int,
+        base_delay: float,
+        max_delay: float,
         seed: int = 0,
         cache_only: bool = False,
     ) -> None:
         self.backend = backend
         self.cache = cache
-        self.limiter = AdaptiveLimiter(backend.concurrency)
+        self.concurrency = concurrency  # the most calls in flight (the limiter's ceiling; the caller's threads)
+        self.limiter = AdaptiveLimiter(concurrency)
         self.max_retries = max_retries
         self.base_delay = base_delay
         self.max_delay = max_delay
@@ -124,10 +115,12 @@ class ModelClient:
 
     @classmethod
     def from_spec(cls, spec: ModelEntry, cache: ResponseCache, *, cache_only: bool = False) -> ModelClient:
-        """Backend and retry settings from a params model entry (``max_retries``, ``retry_base_s``, ``retry_max_s``)."""
+        """Backend, pacing and retry settings from a model entry of the settings (``concurrency``, ``max_retries``,
+        ``retry_base_s``, ``retry_max_s``): the one place they are declared is the settings model."""
         return cls(
             make_backend(spec),
             cache,
+            concurrency=spec.concurrency,
             max_retries=spec.max_retries,
             base_delay=spec.retry_base_s,
             max_delay=spec.retry_max_s,

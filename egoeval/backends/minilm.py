@@ -38,14 +38,14 @@ class MiniLMBackend(Backend):
     name: ClassVar[str] = "minilm"
     supports_images: ClassVar[bool] = False
 
-    def __init__(self, model: str, concurrency: int = 1) -> None:
-        super().__init__(model, concurrency)
+    def __init__(self, model: str) -> None:
+        super().__init__(model)
         self._lock = threading.Lock()
         self._memo: dict[str, np.ndarray] = {}
 
     @classmethod
     def from_spec(cls, spec: ModelEntry) -> MiniLMBackend:
-        return cls(spec.name, concurrency=spec.concurrency)
+        return cls(spec.name)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """Unit-norm embeddings, one row per text; texts seen before are not encoded again."""

@@ -43,15 +43,15 @@ OVERLOAD_STATUS = {429, 503, 529}  # the server says: slow down
 RETRY_STATUS = {408, 409, 425, 500, 502, 504} | OVERLOAD_STATUS
 REJECTED_STATUS = {400, 413, 422}  # this request refused (a policy, an image, a size): the others may pass
 FIX = {  # what each permanent answer asks the user to fix
-    400: "the server rejects the request: check the model's name, max_tokens and temperature in params.yaml",
-    401: "the key is missing or wrong: set a valid key in ${env} (named by api_key_env in params.yaml)",
-    403: "the key may not use this model: check ${env} and the model's name in params.yaml",
-    404: "no such endpoint or model: check base_url (it usually ends in /v1) and the model's name in params.yaml",
-    405: "not a chat completions endpoint: check base_url in params.yaml",
-    413: "the request is too large for the server: send smaller images (the frames settings in params.yaml)",
-    422: "the server rejects the request: check the model's name, max_tokens and temperature in params.yaml",
+    400: "the server rejects the request: check the model's name, max_tokens and temperature",
+    401: "the key is missing or wrong: set a valid key in ${env} (named by the model's api_key_env)",
+    403: "the key may not use this model: check ${env} and the model's name",
+    404: "no such endpoint or model: check the model's base_url (it usually ends in /v1) and name",
+    405: "not a chat completions endpoint: check the model's base_url",
+    413: "the request is too large for the server: send smaller images (the egonormia.frames settings)",
+    422: "the server rejects the request: check the model's name, max_tokens and temperature",
 }
-DEFAULT_FIX = "check base_url, the model's name and the key in params.yaml"
+DEFAULT_FIX = "check the model's base_url, name and key (api_key_env)"
 CONNECT_TIMEOUT_S = 5.0  # a connection not made by then (or refused): nothing answers at that address
 DETAIL_CHARS = 300  # what an error message quotes of the endpoint's own words
 REPLY_ENVELOPE_BYTES = 64 * 1024  # the JSON around a completion: ids, usage, a served model name
@@ -179,11 +179,11 @@ class _BoundedBackend(httpcore.NetworkBackend):
         self._inner.sleep(seconds)
 
 
-def _bounded_client(timeout_s: float, concurrency: int, deadline: _Deadline) -> httpx.Client:
+def _bounded_client(timeout_s: float, connections: int, deadline: _Deadline) -> httpx.Client:
     """An httpx client whose calls end by ``deadline``: httpx bounds each read, not a call (a server trickling its
     headers a byte a second would hold a call for ever), so every connection pool it made (proxies' too) gets a
     network backend that cuts each socket operation to the time the call has left."""
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
     client = httpx.Client(timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, CONNECT_TIMEOUT_S)), limits=limits)
     for transport in (client._transport, *client._mounts.values()):
         pool = getattr(transport, "_pool", None)
@@ -277,7 +277,7 @@ def _shape(content: Any) -> str:
     return (
         f"answered choices[0].message.content as {shape}, not a string: the chat completions API (and the official "
         "client's attribute access, which would hand that object to the answer parser) reads text there, so every "
-        "reply of this endpoint is unreadable; check base_url and the model's name in params.yaml (an endpoint that "
+        "reply of this endpoint is unreadable; check the model's base_url and name (an endpoint that "
         "answers content as a string)"
     )
 
@@ -286,15 +286,15 @@ class OpenAIBackend(Backend):
     name: ClassVar[str] = "openai"
     supports_images: ClassVar[bool] = True
 
-    def __init__(
-        self, model: str, base_url: str, api_key_env: str | None, timeout_s: float, concurrency: int = 8
-    ) -> None:
-        super().__init__(model, concurrency)
+    def __init__(self, model: str, base_url: str, api_key_env: str | None, timeout_s: float, connections: int) -> None:
+        """``connections``: the HTTP connection pool's size (``from_spec``: the model's ``concurrency``, so that every
+        call the client lets through has a connection; the client's limiter, not the pool, paces the calls)."""
+        super().__init__(model)
         self.base_url = base_url.rstrip("/")
         self.api_key_env = api_key_env
         self.timeout_s = timeout_s
         self._deadline = _Deadline()
-        self._client = _bounded_client(timeout_s, concurrency, self._deadline)
+        self._client = _bounded_client(timeout_s, connections, self._deadline)
         self._answered = False  # has anything ever answered at this address? (then a refused connection is transient)
 
     @classmethod
@@ -328,8 +328,8 @@ class OpenAIBackend(Backend):
 
     def _nothing_answers(self, why: str) -> EndpointDown:
         return EndpointDown(
-            f"{self.endpoint}: nothing answers at this address ({why}): check base_url of model {self.model!r} in "
-            "params.yaml and that the server is running there"
+            f"{self.endpoint}: nothing answers at this address ({why}): check base_url of model {self.model!r} "
+            "and that the server is running there"
         )
 
     def complete(self, request: ChatRequest) -> Reply:
@@ -345,12 +345,12 @@ class OpenAIBackend(Backend):
         except httpx.DecodingError as error:
             raise EndpointError(
                 f"{self._who} answered with a body that cannot be decoded ({_cut(redact(str(error), key))}): not a "
-                "working chat completions API; check base_url in params.yaml (or a proxy between that garbles it)"
+                "working chat completions API; check the model's base_url (or a proxy between that garbles it)"
             ) from None
         except (httpx.UnsupportedProtocol, httpx.InvalidURL, httpx.LocalProtocolError) as error:
             raise EndpointError(
                 f"{self.endpoint}: cannot be called ({type(error).__name__}: {_cut(redact(str(error), key))}): "
-                "check base_url in params.yaml (http:// or https://, host, port)"
+                "check the model's base_url (http:// or https://, host, port)"
             ) from None
         except httpx.ConnectError as error:
             if not self._answered:
@@ -413,7 +413,7 @@ class OpenAIBackend(Backend):
                 raise CallRetryable("malformed response body")
             raise EndpointError(
                 f"{self._who} answered 200 with a non-JSON body ({answer.content_type}: {_cut(answer.text, 80)!r}): "
-                "not an OpenAI chat completions API; check base_url in params.yaml (it usually ends in /v1)"
+                "not an OpenAI chat completions API; check the model's base_url (it usually ends in /v1)"
             )
         if isinstance(data, dict) and "error" in data and "choices" not in data:
             code = answer.error_code()

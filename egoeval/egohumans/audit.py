@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from egoeval.egohumans.artifacts import GT_DIR
 from egoeval.findings import Findings, compare_numbers
-from egoeval.settings import load_settings
+
+if TYPE_CHECKING:
+    from egoeval.egohumans.settings import ScoreSettings
 
 
-def compare_tracks(path: Path, work: Path, tolerance: float, findings: Findings) -> None:
-    """Tracker results scored against the pinned ground truth, against the re-derived run of that name (or any)."""
+def compare_tracks(path: Path, work: Path, settings: ScoreSettings, tolerance: float, findings: Findings) -> None:
+    """Tracker results scored against the pinned ground truth, against the re-derived run of that name (or any),
+    under the re-derivation's ``egohumans.score`` settings."""
     from egoeval.egohumans.evaluators import evaluator
     from egoeval.tracking.mot import read_mot, read_mot_folder
 
@@ -22,7 +26,6 @@ def compare_tracks(path: Path, work: Path, tolerance: float, findings: Findings)
     if unknown:
         findings.differ(f"sequences not in the pinned ground truth: {unknown}")
     pred = {name: read_mot(path, kind="pred") for name, path in found.items() if name in gt}
-    settings = load_settings(work / "params.yaml").egohumans.score
     scored = evaluator(settings.protocol).evaluate(gt, pred, settings.iou_threshold)
     runs = json.loads((work / "metrics/egohumans.json").read_text())
     names = [path.name] if path.name in runs else sorted(runs)

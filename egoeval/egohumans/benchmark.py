@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from egoeval.benchmarks import Benchmark, ReportPart, ScaleOut
 
+if TYPE_CHECKING:
+    from egoeval.egohumans.settings import EgoHumansSettings
+    from egoeval.findings import Findings
 
-class EgoHumans(Benchmark):
+
+class EgoHumans(Benchmark["EgoHumansSettings"]):
     name = "egohumans"
     title = "EgoHumans"
     order = 20
@@ -21,12 +25,12 @@ class EgoHumans(Benchmark):
         )
     }
 
-    def settings_model(self) -> Any:
+    def settings_model(self) -> type[EgoHumansSettings]:
         from egoeval.egohumans.settings import EgoHumansSettings
 
         return EgoHumansSettings
 
-    def report(self, root: Path, settings: Any) -> ReportPart:
+    def report(self, root: Path, settings: EgoHumansSettings) -> ReportPart:
         from egoeval.egohumans.report import report
 
         return report(root, settings)
@@ -36,23 +40,32 @@ class EgoHumans(Benchmark):
 
         check_metrics_shape(metrics, path)
 
-    def compare(self, metrics: Any, settings: Any, args: argparse.Namespace) -> str:
+    def compare(self, metrics: Any, settings: EgoHumansSettings, args: argparse.Namespace) -> str:
         from egoeval.egohumans.published import compare_published
 
-        return compare_published(metrics, settings.egohumans.compare)
+        return compare_published(metrics, settings.compare)
 
     def audit_report_kind(self, path: Path, data: Any) -> str | None:
         return "tracks" if data is None and any(path.glob("*.txt")) else None
 
-    def audit_compare(self, kind: str, path: Path, data: Any, work: Path, tolerance: float, findings: Any) -> None:
+    def audit_compare(
+        self,
+        kind: str,
+        path: Path,
+        data: Any,
+        work: Path,
+        settings: EgoHumansSettings,
+        tolerance: float,
+        findings: Findings,
+    ) -> None:
         from egoeval.egohumans.audit import compare_tracks
 
-        compare_tracks(path, work, tolerance, findings)
+        compare_tracks(path, work, settings.score, tolerance, findings)
 
-    def scale_out(self, form: str) -> ScaleOut | None:
+    def scale_out(self, form: str, settings: EgoHumansSettings) -> ScaleOut | None:
         from egoeval.egohumans.scale_out import ShardedDetection
 
-        return ShardedDetection() if form == "detect" else None
+        return ShardedDetection(settings) if form == "detect" else None
 
 
 BENCHMARK = EgoHumans()

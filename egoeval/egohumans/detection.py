@@ -37,7 +37,6 @@ from egoeval.errors import InputError
 from egoeval.io.atomic import write_parquet
 from egoeval.io.bounded import read_json, read_parquet
 from egoeval.io.paths import data_roots
-from egoeval.settings import PARAMS_FILE
 from egoeval.tracking.mot import read_mot
 from egoeval.video import read_pinned_image
 
@@ -103,8 +102,8 @@ def load_yolo(settings: DetectSettings, arch_only: bool = False) -> Any:
         return YOLO(settings.yolo_model)
     if not weights:
         raise InputError(
-            PARAMS_FILE,
-            "egohumans.detect.yolo_weights is not set: give the path of a local YOLO weights file (.pt; nothing is "
+            "egohumans.detect.yolo_weights",
+            "not set: give the path of a local YOLO weights file (.pt; nothing is "
             f"downloaded), or '{ARCH_ONLY}' (or --arch-only) for the untrained architecture",
         )
     if not Path(weights).is_file():

@@ -27,7 +27,7 @@ the sha256 manifest first (in parallel). Written to ``data/egohumans/fetched`` (
   and ``limit`` in a smoke run (``egohumans.fetch.limit``: only the first N sequences by name are verified and kept).
 
 ``python -m stages.egohumans.fetch --write-manifest ROOT`` pins the files the annotation references (frames,
-calibration, detections) in parallel, using params.yaml's annotation, modality and detections.
+calibration, detections) in parallel, using the ``egohumans.fetch`` settings' annotation, modality and detections.
 """
 
 from __future__ import annotations
@@ -70,7 +70,6 @@ from egoeval.io.atomic import write_json, write_parquet
 from egoeval.io.commit import replaced_dir
 from egoeval.io.manifest import read_manifest, verify_manifest, write_manifest
 from egoeval.io.paths import data_file, data_roots, inside
-from egoeval.settings import PARAMS_FILE
 from egoeval.tracking.mot import write_mot
 
 OUT_DIR = FETCHED
@@ -111,7 +110,7 @@ def input_files(
         if data_file(root, name, root / name, None, roots).is_file():
             names.append(name)
     for official in official_detections_names(settings):
-        if data_file(root, official, PARAMS_FILE, "egohumans.fetch.annotation", roots).is_file():
+        if data_file(root, official, "egohumans.fetch.annotation", None, roots).is_file():
             names.append(official)
     return annotation, names + (user_detections(root, settings, roots, required=True) if file_mode else [])
 
@@ -122,7 +121,7 @@ def user_detections(root: Path, settings: FetchSettings, roots: tuple[Path, ...]
     name = settings.detections
     if not name:
         return []
-    path = data_file(root, name, PARAMS_FILE, "egohumans.fetch.detections", roots)
+    path = data_file(root, name, "egohumans.fetch.detections", None, roots)
     if path.is_dir():
         return sorted(inside(txt, roots, path, txt.name).relative_to(root).as_posix() for txt in path.glob("*.txt"))
     if not path.is_file() and required:

@@ -1,7 +1,7 @@
 """Published EgoHumans tracking numbers as data (``data/published/egohumans/tracking.yaml``, source in the README
 beside it) and our runs printed beside them: the EgoHumans half of ``egoeval compare``.
 
-``egohumans.compare`` in params.yaml names the table (``published_file``) and maps our runs to its rows
+The settings' ``egohumans.compare`` names the table (``published_file``) and maps our runs to its rows
 (``published: {run: row}``). Our numbers are each run's COMBINED entry of ``metrics/egohumans.json``. A run stands
 beside the published rows only when it scored the published data under the published protocol (the table's
 ``data``: the download's test set, ego_rgb, every sequence, boxes from a detector); the bundled sample, a smoke run
@@ -23,7 +23,6 @@ from egoeval.egohumans.crossview import compare_lines
 from egoeval.egohumans.settings import CompareSettings
 from egoeval.errors import InputError
 from egoeval.reported import Difference, Metric, flatten_metrics
-from egoeval.settings import PARAMS_FILE
 
 FIELDS = ("IDF1", "MOTA", "MOTP", "FP", "FN", "IDSW")
 COUNTS = ("FP", "FN", "IDSW")
@@ -90,9 +89,9 @@ def comparison(
     for run, row in mapping.items():
         key = f"egohumans.compare.published.{run}"
         if run not in metrics:
-            raise InputError(PARAMS_FILE, f"{key}: run {run!r} is not in the metrics file ({sorted(metrics)})")
+            raise InputError(key, f"run {run!r} is not in the metrics file ({sorted(metrics)})")
         if row not in table.rows:
-            raise InputError(PARAMS_FILE, f"{key}: {row!r} is not a row of {table.path} ({sorted(table.rows)})")
+            raise InputError(key, f"{row!r} is not a row of {table.path} ({sorted(table.rows)})")
         published = {f"{run}/COMBINED/{k}": Metric(v) for k, v in table.rows[row].items()}
         diffs = [
             Difference(name.rpartition("/")[2], ours.get(name, Metric(float("nan"))), published[name])

@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 from PIL import Image
@@ -31,6 +31,9 @@ from egoeval.markup import data_uri, esc, fmt, paired_table, table
 from egoeval.reported import read_metrics
 from egoeval.significance import read_paired
 from egoeval.tracking.mot import read_mot, read_mot_folder
+
+if TYPE_CHECKING:
+    from egoeval.egohumans.settings import EgoHumansSettings
 
 TRACKING_METRICS = ("IDF1", "MOTA", "HOTA")
 STYLE = """.panels{display:flex;flex-wrap:wrap;gap:.5rem}
@@ -248,9 +251,9 @@ def paired_section(paired: pd.DataFrame, protocol: str, confidence: float) -> st
     return f'<section id="egohumans-paired"><h2>EgoHumans paired comparisons</h2>{intro}{body}</section>'
 
 
-def report(root: Path, settings: Any) -> ReportPart:
-    """EgoHumans' sections for the workspace at ``root`` (``settings``: the validated params.yaml)."""
-    params = settings.egohumans
+def report(root: Path, settings: EgoHumansSettings) -> ReportPart:
+    """EgoHumans' sections for the workspace at ``root`` (``settings``: its validated section)."""
+    params = settings
     metrics = read_metrics(root / METRICS_FILE, crossview.check_metrics_shape)
     runs = _runs(metrics, params.track.trackers, params.detect.modes)
     published = read_published(root / params.compare.published_file)

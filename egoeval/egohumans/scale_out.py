@@ -15,9 +15,8 @@ from egoeval.benchmarks import ScaleOut
 from egoeval.egohumans import detection
 from egoeval.egohumans.artifacts import FETCHED
 from egoeval.egohumans.formats import DETECTION_COLUMNS, empty_detections, sort_detections
-from egoeval.egohumans.settings import DetectSettings
+from egoeval.egohumans.settings import DetectSettings, EgoHumansSettings
 from egoeval.io.atomic import write_parquet
-from egoeval.settings import PARAMS_FILE, benchmark_settings
 
 
 @dataclass(frozen=True)
@@ -31,9 +30,11 @@ class DetectionShard:
 
 
 class ShardedDetection(ScaleOut):
+    def __init__(self, settings: EgoHumansSettings) -> None:
+        self.settings = settings  # the ``egohumans`` section of the workspace it runs in
+
     def plan(self, root: Path, shards: int, mode: str = "yolo", arch_only: bool = False, **options: Any) -> list[Any]:
-        egohumans = benchmark_settings("egohumans", root / PARAMS_FILE)
-        settings, data_root = egohumans.detect, root / egohumans.fetch.path
+        settings, data_root = self.settings.detect, root / self.settings.fetch.path
         if mode != "yolo":
             return [DetectionShard(mode, root / FETCHED, settings, data_root)]
         weights = settings.yolo_weights

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from egoeval.egohumans.evaluators import PROTOCOLS, evaluator
+from egoeval.egohumans.evaluators import EVALUATORS, evaluator
 from egoeval.errors import InputError
 from egoeval.io.atomic import write_json
 from egoeval.io.commit import check_output
@@ -33,7 +33,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("gt_dir", type=Path, help="ground-truth folder")
     parser.add_argument("pred_dir", type=Path, help="tracker output folder (<seq>.txt)")
     parser.add_argument(
-        "--protocol", choices=PROTOCOLS, default="trackeval", help="the evaluation's rules (default: trackeval)"
+        "--protocol",
+        choices=EVALUATORS.names(),
+        default="trackeval",
+        help="the evaluation's rules (default: trackeval)",
     )
     parser.add_argument("--json", type=Path, help="also write the numbers to this JSON file")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)

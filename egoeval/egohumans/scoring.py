@@ -52,7 +52,7 @@ PLOT_COLUMNS = ["IDF1", "MOTA", "HOTA"]
 
 
 def run_names(settings: EgoHumansSettings) -> list[str]:
-    """The tracking runs params.yaml configures: ``<tracker>-<mode>`` for every tracker x detection mode."""
+    """The tracking runs the settings configure: ``<tracker>-<mode>`` for every tracker x detection mode."""
     return [f"{tracker}-{mode}" for tracker in settings.track.trackers for mode in settings.detect.modes]
 
 

@@ -1,4 +1,4 @@
-"""The ``egohumans`` section of params.yaml, typed and validated (machinery in ``egoeval.settings``)."""
+"""The ``egohumans`` section of the params, typed and validated (machinery in ``egoeval.settings``)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import AfterValidator, ConfigDict, Field, field_validator, model_validator
 
+from egoeval.egohumans.evaluators import EVALUATORS
 from egoeval.io.paths import relative_path_problem
-from egoeval.settings import BootstrapSettings, Fraction, NonEmptyStr, Section, Seed, unique_list
+from egoeval.settings import BootstrapSettings, Fraction, NonEmptyStr, Section, Seed, registered, unique_list
 
 DetectionMode = Literal["gt", "official", "file", "yolo"]
 Modality = Literal["ego_rgb", "ego_slam", "exo"]
@@ -230,7 +231,7 @@ class CrossViewScoreSettings(Section):
 class ScoreSettings(Section):
     """``egohumans.score``: the evaluation's rules and the matching threshold."""
 
-    protocol: Literal["official", "trackeval"]
+    protocol: registered(EVALUATORS)  # type: ignore[valid-type]  # a name of egoeval.egohumans.evaluators.EVALUATORS
     iou_threshold: Annotated[float, Field(gt=0, le=1)]
     cross_view: CrossViewScoreSettings
 

@@ -39,7 +39,7 @@ from egoeval.io.atomic import write_parquet
 from egoeval.io.bounded import read_json, read_parquet
 from egoeval.io.commit import replaced_dir
 from egoeval.io.paths import data_roots
-from egoeval.settings import PARAMS_FILE
+from egoeval.stage_shell import PARAMS_FILE
 from egoeval.tracking.mot import write_mot
 from egoeval.video import read_pinned_image
 

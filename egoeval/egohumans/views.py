@@ -47,7 +47,6 @@ from egoeval.egohumans.settings import FetchSettings
 from egoeval.errors import InputError
 from egoeval.io.bounded import read_bounded
 from egoeval.io.paths import data_file
-from egoeval.settings import PARAMS_FILE
 
 VIEW_IMAGE = re.compile(
     r"^(?P<take>[^/].*?)/(?P<kind>ego|exo)/(?P<camera>(?:aria|cam)\d+)/images/(?:(?:rgb|left|right)/)?[^/]+$"
@@ -89,8 +88,8 @@ def read_annotations(root: Path, settings: FetchSettings, roots: tuple[Path, ...
     ``annotation``, relative to the root); a camera listed by two annotations is refused."""
     names = annotation_names(settings)
     if len(set(modalities(settings))) != len(names) or not set(modalities(settings)) <= set(MODALITIES):
-        raise InputError(PARAMS_FILE, f"egohumans.fetch.modality: distinct values among {list(MODALITIES)}")
-    where = [data_file(root, name, PARAMS_FILE, "egohumans.fetch.annotation", roots) for name in names]
+        raise InputError("egohumans.fetch.modality", f"distinct values among {list(MODALITIES)}")
+    where = [data_file(root, name, "egohumans.fetch.annotation", None, roots) for name in names]
     parts = [read_tracking_annotation(path, settings.duplicate_videos) for path in where]
     parts = [  # each image's annotation (relative to the root), for errors found later to name
         dataclasses.replace(part, images=part.images.assign(annotation=name))

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from egoeval.benchmarks import AnswerOutput, Benchmark, ReportPart, ScaleOut
 
+if TYPE_CHECKING:
+    from egoeval.egonormia.settings import EgoNormiaSettings
+    from egoeval.findings import Findings
 
-class EgoNormia(Benchmark):
+
+class EgoNormia(Benchmark["EgoNormiaSettings"]):
     name = "egonormia"
     title = "EgoNormia"
     order = 10
@@ -26,12 +30,12 @@ class EgoNormia(Benchmark):
         ),
     }
 
-    def settings_model(self) -> Any:
+    def settings_model(self) -> type[EgoNormiaSettings]:
         from egoeval.egonormia.settings import EgoNormiaSettings
 
         return EgoNormiaSettings
 
-    def report(self, root: Path, settings: Any) -> ReportPart:
+    def report(self, root: Path, settings: EgoNormiaSettings) -> ReportPart:
         from egoeval.egonormia.report import report
 
         return report(root, settings)
@@ -56,7 +60,7 @@ class EgoNormia(Benchmark):
 
         check_metrics_shape(metrics, path)
 
-    def compare(self, metrics: Any, settings: Any, args: argparse.Namespace) -> str:
+    def compare(self, metrics: Any, settings: EgoNormiaSettings, args: argparse.Namespace) -> str:
         from egoeval.egonormia.published import compare_report
         from egoeval.errors import InputError
 
@@ -68,17 +72,15 @@ class EgoNormia(Benchmark):
         if any("=" not in item for item in args.map):
             raise InputError(args.metrics, "--map takes OURS=PUBLISHED")
         mapping = dict(item.split("=", 1) for item in args.map)
-        return compare_report(
-            metrics, settings.egonormia, args.dataset, mapping, args.split, args.table, args.published
-        )
+        return compare_report(metrics, settings, args.dataset, mapping, args.split, args.table, args.published)
 
     def answer_outputs(self) -> list[AnswerOutput]:
         from egoeval.egonormia.artifacts import DESCRIPTIONS, RESPONSES
 
         return [AnswerOutput(str(RESPONSES), "response"), AnswerOutput(str(DESCRIPTIONS), "description")]
 
-    def response_cache_dir(self, settings: Any) -> str | None:
-        return settings.egonormia.infer.cache_dir
+    def response_cache_dir(self, settings: EgoNormiaSettings) -> str | None:
+        return settings.infer.cache_dir
 
     def explain_output(self, path: str, pinned: Path, derived: Path) -> list[str]:
         from egoeval.egonormia.artifacts import PREDICTIONS
@@ -91,15 +93,24 @@ class EgoNormia(Benchmark):
 
         return "eval-json" if isinstance(data, dict) and is_eval_json(data) else None
 
-    def audit_compare(self, kind: str, path: Path, data: Any, work: Path, tolerance: float, findings: Any) -> None:
+    def audit_compare(
+        self,
+        kind: str,
+        path: Path,
+        data: Any,
+        work: Path,
+        settings: EgoNormiaSettings,
+        tolerance: float,
+        findings: Findings,
+    ) -> None:
         from egoeval.egonormia.audit import compare_eval_json
 
         compare_eval_json(path, data, work, tolerance, findings)
 
-    def scale_out(self, form: str) -> ScaleOut | None:
+    def scale_out(self, form: str, settings: EgoNormiaSettings) -> ScaleOut | None:
         from egoeval.egonormia.scale_out import ShardedInference
 
-        return ShardedInference() if form == "infer" else None
+        return ShardedInference(settings) if form == "infer" else None
 
 
 BENCHMARK = EgoNormia()

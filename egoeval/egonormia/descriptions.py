@@ -56,7 +56,7 @@ def from_model(items: pd.DataFrame, frames: FrameStore, model: ModelSpec, cache:
         }
 
     try:
-        with call_pool(client.backend.concurrency, "describe") as pool:
+        with call_pool(client.concurrency, "describe") as pool:
             ids = list(items["id"])
             rows = list(tqdm(pool.map(describe, ids), total=len(ids), desc="describe", unit="clip", file=sys.stderr))
     finally:

@@ -29,9 +29,13 @@ import math
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from egoeval.errors import CallRefused
 from egoeval.stage_shell import help_text
+
+if TYPE_CHECKING:
+    from egoeval.egonormia.settings import EgoNormiaSettings
 
 CHARS_PER_TOKEN = 4  # OpenAI: "one token is about 4 characters of common English text"
 TILE_PX, TILE_TOKENS, BASE_TOKENS = 512, 170, 85  # OpenAI, gpt-4o class: 85 + 170 per 512 px tile
@@ -69,15 +73,16 @@ def rule_prompt_tokens(request: Any) -> int:
 
 
 def _dry_run_client() -> type:
-    from egoeval.backends import CallRefused, ChanceBackend, make_backend, request_key
+    from egoeval.backends import request_key
+    from egoeval.backends.chance import ChanceBackend
     from egoeval.backends.client import Completion, ModelClient
 
     class DryRunClient(ModelClient):
         """Answers from the response cache; records each miss (a call the stage would send) and answers it as the
         chance baseline would. Sends nothing."""
 
-        def __init__(self, backend: Any, cache: Any) -> None:
-            super().__init__(backend, cache, cache_only=True)  # sends nothing (openai_batch submits no batch either)
+        def __init__(self, backend: Any, cache: Any, **pacing: Any) -> None:
+            super().__init__(backend, cache, **pacing)
             self._chance = ChanceBackend(backend.model)
             self.cached: dict[str, dict[str, Any]] = {}  # key -> the cached reply's meta
             self.missed: dict[str, Any] = {}  # key -> the request the stage would send
@@ -85,7 +90,8 @@ def _dry_run_client() -> type:
 
         @classmethod
         def from_spec(cls, spec: Any, cache: Any, *, cache_only: bool = False) -> DryRunClient:
-            return cls(make_backend(spec), cache)
+            client: DryRunClient = super().from_spec(spec, cache, cache_only=True)  # sends nothing (no batch either)
+            return client
 
         def complete(self, request: Any) -> Completion:
             key = request_key(self.backend.cache_name, self.backend.model, request)  # the client's own key
@@ -109,13 +115,13 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def estimate(root: Path = Path(".")) -> list[dict[str, Any]]:
-    """One row per model and setting: calls (new, cached), expected prompt and completion tokens of the new calls,
-    and their cost at the model's price (None without one)."""
+def estimate(settings: EgoNormiaSettings, root: Path = Path(".")) -> list[dict[str, Any]]:
+    """One row per model and setting (of ``settings``, the ``egonormia`` section): calls (new, cached), expected
+    prompt and completion tokens of the new calls, and their cost at the model's price (None without one)."""
     from egoeval.backends.client import CallUsage, token_cost
     from egoeval.egonormia.inference import inference_inputs, run_inference
 
-    inputs = inference_inputs(root)
+    inputs = inference_inputs(settings, root)
     clients: list[Any] = []
     dry_run = _dry_run_client()
 
@@ -205,8 +211,10 @@ def main(argv: list[str] | None = None) -> int:
 
     def body() -> None:
         from egoeval.backends.usage import DROPPED
+        from egoeval.egonormia.settings import EgoNormiaSettings
+        from egoeval.settings import benchmark_settings
 
-        rows = estimate()
+        rows = estimate(benchmark_settings("egonormia", EgoNormiaSettings))
         print(json_bytes(rows).decode() if args.json else format_estimate(rows))
         dropped = DROPPED.take()
         if dropped:

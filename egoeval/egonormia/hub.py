@@ -20,7 +20,6 @@ import pandas as pd
 from egoeval.egonormia.schema import DATASETS, PREV_STRIP, PREV_VIDEO, read_folder, select_clips
 from egoeval.egonormia.settings import FetchSettings
 from egoeval.errors import InputError, TransientFailure
-from egoeval.settings import PARAMS_FILE
 
 HF_DIR = Path(".egoeval-cache/huggingface")
 DOWNLOAD_THREADS = 8
@@ -45,17 +44,17 @@ def _download(repo_id: str, revision: str, name: str, local_dir: Path, endpoint:
     except RemoteEntryNotFoundError:  # 404 from the hub; offline mode still raises
         return False
     except RepositoryNotFoundError as error:  # also a gated or private repository
-        raise InputError(PARAMS_FILE, f"egonormia.fetch.hf_repo: {address}: {_first_line(error)}") from None
+        raise InputError("egonormia.fetch.hf_repo", f"{address}: {_first_line(error)}") from None
     except RevisionNotFoundError as error:
-        raise InputError(PARAMS_FILE, f"egonormia.fetch.hf_revision: {address}: {_first_line(error)}") from None
+        raise InputError("egonormia.fetch.hf_revision", f"{address}: {_first_line(error)}") from None
     except (LocalEntryNotFoundError, HfHubHTTPError) as error:  # no answer, or an error status (and no local copy)
         if constants.HF_HUB_OFFLINE:
-            raise InputError(PARAMS_FILE, f"{address}: HF_HUB_OFFLINE is set and no local copy exists") from None
+            raise InputError("egonormia.fetch", f"{address}: HF_HUB_OFFLINE is set and no local copy exists") from None
         cause = error if isinstance(error, HfHubHTTPError) else error.__cause__
         status = getattr(getattr(cause, "response", None), "status_code", None)
         if status is not None and status < 500 and status != 429:
             shown = _first_line(cause or error)
-            raise InputError(PARAMS_FILE, f"egonormia.fetch: {address} answered {status}: {shown}") from None
+            raise InputError("egonormia.fetch", f"{address} answered {status}: {shown}") from None
         answer = f"answered {status}" if status is not None else "did not answer"
         raise TransientFailure(f"{address}: the hub {answer} (after huggingface_hub's retries)") from None
     except OSError as error:  # the connection dropped mid-file
@@ -80,7 +79,7 @@ def download_hf(
         raise ValueError("source huggingface needs a pinned hf_revision")
     local_dir = root / repo_id / revision
     if not _download(repo_id, revision, DATASETS[dataset], local_dir, endpoint):
-        raise InputError(PARAMS_FILE, f"{repo_id}@{revision} has no {DATASETS[dataset]}")
+        raise InputError("egonormia.fetch", f"{repo_id}@{revision} has no {DATASETS[dataset]}")
     items = select_clips(
         read_folder(local_dir, dataset, notes), settings.split, settings.limit, settings.limit_seed, local_dir
     )

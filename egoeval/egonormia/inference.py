@@ -63,7 +63,6 @@ from egoeval.egonormia.protocols import Answer, Ask, Clip, Conversation, Protoco
 from egoeval.egonormia.settings import EgoNormiaSettings, InferSettings, ModelSpec
 from egoeval.errors import ArtifactUnavailable, TransientFailure
 from egoeval.io.atomic import write_json, write_parquet
-from egoeval.settings import PARAMS_FILE, benchmark_settings
 
 LEDGER_FILE = "ledger-egonormia_infer.json"
 """Beside the response cache: the last infer run's ledger per model (``ModelClient.ledger``). Not a DVC output: every
@@ -185,7 +184,7 @@ def run_inference(
             if isinstance(client.backend, OpenAIBatchBackend) and not client.cache_only:
                 units = [functools.partial(runner.run, c) for c in conversations]
                 run_batches(client, units, root / BATCHES, label=f"infer: {model.name}")
-            workers = 2 * client.backend.concurrency
+            workers = 2 * client.concurrency
             pool = stack.enter_context(call_pool(workers, f"infer-{model.name}"))
             futures.extend(pool.submit(runner.run, conversation) for conversation in conversations)
         with tqdm(total=len(futures), desc="infer", unit="conversation", file=sys.stderr) as bar:
@@ -249,9 +248,8 @@ class InferenceInputs(NamedTuple):
     root: Path
 
 
-def inference_inputs(root: Path = Path(".")) -> InferenceInputs:
-    """``run_inference``'s arguments as the infer stage reads them under ``root``."""
-    settings: EgoNormiaSettings = benchmark_settings("egonormia", root / PARAMS_FILE)
+def inference_inputs(settings: EgoNormiaSettings, root: Path = Path(".")) -> InferenceInputs:
+    """``run_inference``'s arguments as the infer stage reads them under ``root``, under its ``settings``."""
     return InferenceInputs(
         read_items(root / ITEMS),
         read_table(root / FRAMES / "index.parquet", ["id", "image", "error"]),
@@ -264,9 +262,9 @@ def inference_inputs(root: Path = Path(".")) -> InferenceInputs:
     )
 
 
-def write_responses() -> None:
+def write_responses(settings: EgoNormiaSettings) -> None:
     """The egonormia_infer stage: ask every question, check the failure rate, write data/egonormia/responses.parquet."""
-    inputs = inference_inputs()
+    inputs = inference_inputs(settings)
     BATCHES.mkdir(parents=True, exist_ok=True)  # a declared output: request files, when a model is batched
     if not (BATCHES / "README.txt").is_file():
         (BATCHES / "README.txt").write_text(BATCHES_NOTE)

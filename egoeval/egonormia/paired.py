@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from egoeval.egonormia.scoring import Outcomes
-from egoeval.egonormia.settings import ScoreSettings
+from egoeval.egonormia.settings import EgoNormiaSettings, ScoreSettings
 from egoeval.errors import InputError
 from egoeval.significance import (
     PairedRow,
@@ -104,7 +104,7 @@ def _compare(
     return rows
 
 
-def compare_models(path: Path, metrics: dict[str, Any], settings: Any, model_a: str, model_b: str) -> str:
+def compare_models(path: Path, metrics: dict[str, Any], settings: EgoNormiaSettings, model_a: str, model_b: str) -> str:
     """``egoeval compare metrics/egonormia.json --models A B``: every row of ``path`` (paired.csv) comparing A with B
     (A minus B), and each one's gains from seeing the clip, as an aligned table under a line naming what it is."""
     table = read_paired(path)
@@ -116,8 +116,8 @@ def compare_models(path: Path, metrics: dict[str, Any], settings: Any, model_a: 
     pairs = oriented(table[~is_gain], model_a, model_b)
     own_gains = table[is_gain]
     protocols = recorded_protocols(metrics)
-    fetch = settings.egonormia.fetch
-    level = f"{settings.egonormia.score.confidence:.0%}"
+    fetch = settings.fetch
+    level = f"{settings.score.confidence:.0%}"
     lines = [
         f"Paired comparisons ({path}): protocol {', '.join(protocols) or 'unknown'}, dataset {fetch.dataset}, "
         f"n = clips both sides count; intervals: {level} paired bootstrap; p Holm over each setting, split and metric.",

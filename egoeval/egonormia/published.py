@@ -356,7 +356,7 @@ def comparison_lines(
     if not mapping:
         ours = sorted({m for models in rows.values() for m in models}, key=str.casefold)
         lines.append(
-            f"note: none of our models is mapped to a published one (published_as in params.yaml or "
+            f"note: none of our models is mapped to a published one (egonormia.model.published_as or "
             f"--map OURS=PUBLISHED); ours: {', '.join(ours) or 'none'}"
         )
     if list_published:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -51,6 +51,9 @@ from egoeval.io.bounded import read_csv, read_parquet
 from egoeval.markup import data_uri, esc, fmt, paired_table, table
 from egoeval.reported import read_metrics
 from egoeval.significance import read_paired
+
+if TYPE_CHECKING:
+    from egoeval.egonormia.settings import EgoNormiaSettings
 
 METRICS = ("both", "action", "justification", "sensible_iou")  # in the leaderboard's order
 METRIC_NAMES = {"both": "both", "action": "action", "justification": "justification", "sensible_iou": "sensible IoU"}
@@ -398,9 +401,9 @@ def paired_section(paired: pd.DataFrame, protocols: list[str], dataset: str, con
     return f'<section id="egonormia-paired"><h2>EgoNormia paired comparisons</h2>{intro}{body}</section>'
 
 
-def report(root: Path, settings: Any) -> ReportPart:
-    """EgoNormia's sections for the workspace at ``root`` (``settings``: the validated params.yaml)."""
-    params = settings.egonormia
+def report(root: Path, settings: EgoNormiaSettings) -> ReportPart:
+    """EgoNormia's sections for the workspace at ``root`` (``settings``: its validated section)."""
+    params = settings
     if not (root / CATEGORIES_FILE).is_file():
         raise InputError(root / CATEGORIES_FILE, "file not found (run the stages before this one)")
     metrics = read_metrics(root / METRICS_FILE, check_metrics_shape)

@@ -15,9 +15,8 @@ import pandas as pd
 from egoeval.benchmarks import ScaleOut, budget_share, shard_of
 from egoeval.egonormia import inference
 from egoeval.egonormia.artifacts import RESPONSES
-from egoeval.egonormia.settings import ModelSpec
+from egoeval.egonormia.settings import EgoNormiaSettings, ModelSpec
 from egoeval.io.atomic import write_parquet
-from egoeval.settings import PARAMS_FILE, benchmark_settings
 
 RESPONSE_ORDER = ["id", "setting", "model", "subtask"]  # run_inference's row order (unique per row)
 
@@ -47,14 +46,17 @@ def combine(parts: list[pd.DataFrame]) -> pd.DataFrame:
 
 
 class ShardedInference(ScaleOut):
+    def __init__(self, settings: EgoNormiaSettings) -> None:
+        self.settings = settings  # the ``egonormia`` section of the workspace it runs in
+
     def plan(self, root: Path, shards: int, **options: Any) -> list[inference.InferenceInputs]:
-        return split(inference.inference_inputs(root), shards)
+        return split(inference.inference_inputs(self.settings, root), shards)
 
     def run(self, shard: inference.InferenceInputs) -> pd.DataFrame:
         return inference.run_inference(*shard)
 
     def merge(self, root: Path, parts: list[pd.DataFrame], **options: Any) -> Path:
         responses = combine(parts)
-        inference.check_failures(responses, benchmark_settings("egonormia", root / PARAMS_FILE).infer.max_failure_rate)
+        inference.check_failures(responses, self.settings.infer.max_failure_rate)
         write_parquet(root / RESPONSES, responses)
         return root / RESPONSES

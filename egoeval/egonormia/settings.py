@@ -1,19 +1,27 @@
-"""The ``egonormia`` section of params.yaml, typed and validated (machinery in ``egoeval.settings``)."""
+"""The ``egonormia`` section of the params, typed and validated (machinery in ``egoeval.settings``)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import copy
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import AfterValidator, Field, create_model, model_validator
+from pydantic_core import PydanticUndefined
 
+from egoeval.backends import BACKENDS
 from egoeval.egonormia.result_names import results_key
 from egoeval.headline import file_stem, stem_clashes
-from egoeval.settings import BootstrapSettings, Fraction, NonEmptyStr, Section, Seed, unique_list
+from egoeval.registry import Registry
+from egoeval.settings import BootstrapSettings, Fraction, NonEmptyStr, Section, Seed, registered, unique_list
+
+if TYPE_CHECKING:
+    from egoeval.egonormia.protocols import Protocol
 
 Setting = Literal["blind", "pipeline", "video"]
-Backend = Literal["openai", "openai_batch", "random", "minilm"]  # egoeval.backends.BACKENDS
-IMAGE_BACKENDS = ("openai", "openai_batch", "random")  # the backends that take image input (``supports_images``)
-ProtocolName = Literal["official", "egoeval"]  # egoeval.egonormia.protocols.registry()
+PROTOCOLS: Registry[Protocol] = Registry.modules("protocol", "egoeval.egonormia.protocols", "PROTOCOL")
+"""EgoNormia's protocols: one module each under ``egoeval/egonormia/protocols/`` (its ``PROTOCOL``, named as the
+module), found without importing them; ``egonormia.protocol`` allows exactly these names. Declared here, beside the
+setting that names one: the protocols' package imports the model client, which reading the settings must not."""
 # The largest image side any supported endpoint accepts: Anthropic's API rejects images over 8,000 px a side
 # (OpenAI and Gemini resize large images instead of refusing them); JPEG itself stops at 65,535 px.
 MAX_IMAGE_SIDE = 8000
@@ -115,11 +123,11 @@ class Price(Section):
 class ModelSpec(Section):
     """A model entry: ``egonormia.model`` (every key written) or one of ``egonormia.baselines`` (backend and name)."""
 
-    backend: Backend
+    backend: registered(BACKENDS)  # type: ignore[valid-type]  # a name of egoeval.backends.BACKENDS
     name: NonEmptyStr
     base_url: Annotated[str | None, AfterValidator(_url)] = None
     api_key_env: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")] = "OPENAI_API_KEY"
-    concurrency: Annotated[int, Field(ge=1, le=1024)] = 8
+    concurrency: Annotated[int, Field(ge=1, le=1024)] = 8  # the model client's calls in flight at most
     temperature: Annotated[float, Field(ge=0, le=2)] = 0.0
     max_tokens: Annotated[int, Field(ge=1, le=MAX_TOKENS)] = 1024
     timeout_s: Annotated[float, Field(gt=0, le=3600)] = 120.0  # one call, connect to last byte
@@ -146,22 +154,24 @@ class ModelSpec(Section):
         return self
 
 
-class EvaluatedModel(ModelSpec):
-    """``egonormia.model``: the model under evaluation; every key is written in params.yaml."""
+OPTIONAL_MODEL_KEYS = ("price",)  # the one key of a model entry egonormia.model may leave out (null: no cost)
 
-    base_url: Annotated[str | None, AfterValidator(_url)]
-    api_key_env: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
-    concurrency: Annotated[int, Field(ge=1, le=1024)]
-    temperature: Annotated[float, Field(ge=0, le=2)]
-    max_tokens: Annotated[int, Field(ge=1, le=MAX_TOKENS)]
-    timeout_s: Annotated[float, Field(gt=0, le=3600)]
-    max_retries: Annotated[int, Field(ge=0, le=100)]
-    retry_base_s: Annotated[float, Field(ge=0, le=3600)]
-    retry_max_s: Annotated[float, Field(gt=0, le=3600)]
-    published_as: NonEmptyStr | None
-    batch_poll_s: BatchPollSeconds
-    batch_deadline_s: BatchDeadlineSeconds
-    batch_max_requests: Annotated[int, Field(ge=1, le=50_000)]
+
+def _every_key_written(base: type[ModelSpec]) -> type[ModelSpec]:
+    """``base`` with every field required but OPTIONAL_MODEL_KEYS, each as ``base`` declares it otherwise (type,
+    bounds, validators): derived, so a model entry's keys are declared once."""
+    required: dict[str, Any] = {}
+    for name, field in base.model_fields.items():
+        if name not in OPTIONAL_MODEL_KEYS and not field.is_required():
+            without_default = copy.copy(field)  # the base keeps its default
+            without_default.default = PydanticUndefined
+            required[name] = (field.annotation, without_default)
+    derived = create_model("EvaluatedModel", __base__=base, __module__=__name__, **required)
+    derived.__doc__ = "``egonormia.model``: the model under evaluation; every key is written (none hides in code)."
+    return derived
+
+
+EvaluatedModel = _every_key_written(ModelSpec)
 
 
 class InferSettings(Section):
@@ -184,7 +194,8 @@ class ReportSettings(Section):
 
 
 class EgoNormiaSettings(Section):
-    protocol: ProtocolName  # official: the official eval_api.py request for request; egoeval: ours (see README)
+    # official: the official eval_api.py request for request; egoeval: ours (see README)
+    protocol: registered(PROTOCOLS)  # type: ignore[valid-type]
     sample: SampleSettings
     fetch: FetchSettings
     frames: FramesSettings
@@ -214,7 +225,7 @@ class EgoNormiaSettings(Section):
 
     @model_validator(mode="after")
     def _describer_sees_images(self) -> EgoNormiaSettings:
-        if self.describe.source == "model" and self.model.backend not in IMAGE_BACKENDS:
+        if self.describe.source == "model" and not BACKENDS.get(self.model.backend).supports_images:
             raise ValueError(
                 f"describe.source 'model' needs a vision-language model; model.backend {self.model.backend!r} cannot "
                 "see images"

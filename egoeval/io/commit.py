@@ -222,13 +222,13 @@ def replaced_dir(out_dir: str | os.PathLike[str]) -> Iterator[Path]:
         yield work
 
 
-PIPELINE_FILES = ("dvc.yaml", "dvc.lock", "params.yaml", ".dvc", ".git")  # .dvc: DVC's config and cache
+PIPELINE_FILES = ("dvc.yaml", "dvc.lock", ".dvc", ".git")  # .dvc: DVC's config and cache
 
 
 def tracked_paths(root: str | os.PathLike[str]) -> set[str]:
-    """The files and folders the pipeline in ``root`` tracks (relative paths): dvc.yaml, dvc.lock, params.yaml, DVC's
-    and git's own folders, and every dependency and output dvc.lock records."""
-    return {*PIPELINE_FILES, *lock_paths(root, ("deps", "outs"))}
+    """The files and folders the pipeline in ``root`` tracks (relative paths): dvc.yaml, dvc.lock, DVC's and git's
+    own folders, and every dependency, output and params file dvc.lock records."""
+    return {*PIPELINE_FILES, *lock_paths(root, ("deps", "outs", "params"))}
 
 
 def check_output(

@@ -31,8 +31,8 @@ def read_lock(root: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def lock_paths(root: str | os.PathLike[str], kinds: tuple[str, ...]) -> set[str]:
-    """The paths (relative to ``root``) of the given kinds (``deps``, ``outs``) that dvc.lock records; none when
-    dvc.lock is missing or unreadable (the stage that needs it names it: ``read_lock``)."""
+    """The paths (relative to ``root``) of the given kinds (``deps``, ``outs``; ``params``: its files) that dvc.lock
+    records; none when dvc.lock is missing or unreadable (the stage that needs it names it: ``read_lock``)."""
     try:
         stages = read_lock(root)
     except InputError:
@@ -41,4 +41,6 @@ def lock_paths(root: str | os.PathLike[str], kinds: tuple[str, ...]) -> set[str]
     for entry in stages.values():
         for kind in kinds:
             paths.update(str(item["path"]) for item in entry.get(kind) or [] if isinstance(item, dict))
+        if "params" in kinds and isinstance(entry.get("params"), dict):
+            paths.update(str(name) for name in entry["params"])  # the params files the stage read
     return paths

@@ -13,15 +13,18 @@ import os
 import re
 from functools import cache
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 from zoneinfo import available_timezones
 
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 
 from egoeval.errors import ParamsError
+from egoeval.registry import Registry
+from egoeval.stage_shell import PARAMS_FILE
 
-PARAMS_FILE = Path("params.yaml")
+if TYPE_CHECKING:
+    from egoeval.benchmarks import Benchmark
 
 
 def _fraction(value: float) -> float:
@@ -39,6 +42,16 @@ MAX_SECONDS = 7 * 86_400
 """The longest wait or deadline any param may set: a week (the Batch API's completion window is a day)."""
 Seconds = Annotated[float, Field(gt=0, le=MAX_SECONDS)]
 NonEmptyStr = Annotated[str, Field(min_length=1)]
+
+
+def registered(registry: Registry[Any]) -> Any:
+    """A string field whose allowed values are ``registry``'s names at validation time (its JSON schema ``enum``
+    too): registering a thing makes its name valid, and no list of names is written twice."""
+
+    def enum(schema: dict[str, Any]) -> None:
+        schema["enum"] = list(registry.names())
+
+    return Annotated[str, AfterValidator(registry.check), Field(json_schema_extra=enum)]
 
 
 def unique_list(values: list[Any]) -> list[Any]:
@@ -104,9 +117,32 @@ class FlowsSettings(Section):
         return value
 
 
+SectionT = TypeVar("SectionT", bound=Section)
+
+
+class Params(Section):
+    """The validated params: ``flows`` and every benchmark's section under its name (mounted at run time from the
+    benchmark registry: ``section`` gives one, typed by its benchmark)."""
+
+    if TYPE_CHECKING:  # a field of the model built at run time (``_root_model``), after the benchmarks' sections
+        flows: FlowsSettings
+
+    def section(self, benchmark: Benchmark[SectionT]) -> SectionT:
+        """``benchmark``'s section (the one place a benchmark's settings are taken from the root: every hook receives
+        its own section only)."""
+        return self.named_section(benchmark.name, benchmark.settings_model())
+
+    def named_section(self, name: str, model: type[SectionT]) -> SectionT:
+        """The section ``name``, of settings model ``model``."""
+        found = getattr(self, name)
+        if not isinstance(found, model):
+            raise TypeError(f"the {name} section is not a validated {model.__name__} (loaded with only= another)")
+        return found
+
+
 @cache
-def _root_model(only: str | None = None) -> type[BaseModel]:
-    """params.yaml: every benchmark's section under its name, and ``flows``. With ``only``, that benchmark's section
+def _root_model(only: str | None = None) -> type[Params]:
+    """The params: every benchmark's section under its name, and ``flows``. With ``only``, that benchmark's section
     is validated and the other benchmarks' sections are only required to be there (the params stage checks them)."""
     from egoeval.benchmarks import benchmark, benchmark_names
 
@@ -114,7 +150,7 @@ def _root_model(only: str | None = None) -> type[BaseModel]:
         name: (benchmark(name).settings_model(), ...) if only in (None, name) else (dict[str, Any], ...)
         for name in benchmark_names()
     }
-    return create_model("Params", __base__=Section, **sections, flows=(FlowsSettings, ...))
+    return create_model("Params", __base__=Params, **sections, flows=(FlowsSettings, ...))
 
 
 def _suggestion(model: type[BaseModel] | None, key: str) -> str:
@@ -168,7 +204,7 @@ def _describe(error: dict[str, Any], root: type[BaseModel]) -> str:
     return f"{dotted}: {message}" if isinstance(value, dict) else f"{dotted} = {value!r}: {message}"
 
 
-def validate_params(raw: Any, source: str | os.PathLike[str] = PARAMS_FILE, only: str | None = None) -> BaseModel:
+def validate_params(raw: Any, source: str | os.PathLike[str] = PARAMS_FILE, only: str | None = None) -> Params:
     """Validate a params mapping (``only``: that benchmark's section and ``flows``); raise ParamsError listing every
     problem (dotted key, value, what is allowed)."""
     root = _root_model(only)
@@ -182,12 +218,12 @@ def validate_params(raw: Any, source: str | os.PathLike[str] = PARAMS_FILE, only
     return params
 
 
-_loaded: dict[tuple[str, int, int, str | None], BaseModel] = {}
+_loaded: dict[tuple[str, int, int, str | None], Params] = {}
 
 
-def load_settings(path: str | os.PathLike[str] = PARAMS_FILE, only: str | None = None) -> Any:
-    """params.yaml, validated whole (cached per file version). Returns the root ``Params`` model; with ``only`` (a
-    benchmark's name) that benchmark's section is validated and typed, and no other benchmark's code is imported."""
+def load_settings(path: str | os.PathLike[str] = PARAMS_FILE, only: str | None = None) -> Params:
+    """The params file, validated whole (cached per file version). With ``only`` (a benchmark's name) that
+    benchmark's section is validated and typed, and no other benchmark's code is imported."""
     path = Path(path)
     try:
         stat = path.stat()
@@ -206,6 +242,18 @@ def load_settings(path: str | os.PathLike[str] = PARAMS_FILE, only: str | None =
     return _loaded[key]
 
 
-def benchmark_settings(name: str, path: str | os.PathLike[str] = PARAMS_FILE) -> Any:
-    """One benchmark's section of params.yaml, typed (what its stages read)."""
-    return getattr(load_settings(path, only=name), name)
+def params_file(root: str | os.PathLike[str] = ".") -> Path:
+    """The params file of the workspace at ``root`` (relative when ``root`` is the current folder)."""
+    return PARAMS_FILE if Path(root) == Path(".") else Path(root) / PARAMS_FILE
+
+
+def workspace_settings(root: str | os.PathLike[str]) -> Params:
+    """The params of the workspace at ``root`` (a command that works on another workspace: the audit, a sharded
+    stage), validated whole."""
+    return load_settings(params_file(root))
+
+
+def benchmark_settings(name: str, model: type[SectionT], path: str | os.PathLike[str] = PARAMS_FILE) -> SectionT:
+    """Benchmark ``name``'s section of the params, of its settings model ``model`` (what its stages read and pass
+    down; a stage imports its benchmark's settings module, not its ``benchmark.py``, whose hooks import the rest)."""
+    return load_settings(path, only=name).named_section(name, model)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from egoeval.egohumans.detection import write_detections
 from egoeval.egohumans.formats import DETECTION_MODES
+from egoeval.egohumans.settings import EgoHumansSettings
 from egoeval.settings import benchmark_settings
 from egoeval.stage_shell import run_stage, stage_parser
 
@@ -18,7 +19,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arch-only", action="store_true", help="yolo: untrained architecture from yolo_model")
     args = parser.parse_args(argv)
     return run_stage(
-        lambda: write_detections(benchmark_settings("egohumans"), args.mode, args.arch_only), benchmark="egohumans"
+        lambda: write_detections(benchmark_settings("egohumans", EgoHumansSettings), args.mode, args.arch_only),
+        benchmark="egohumans",
     )
 
 

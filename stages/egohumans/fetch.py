@@ -6,9 +6,11 @@ annotation references (frames, calibration; the user's detections when there, wh
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 from egoeval.egohumans.fetching import pin_root, write_fetched
+from egoeval.egohumans.settings import EgoHumansSettings
 from egoeval.settings import benchmark_settings
 from egoeval.stage_shell import run_stage, stage_parser
 
@@ -18,11 +20,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write-manifest", metavar="ROOT", type=Path, help="pin a data root instead of fetching")
     parser.add_argument("--manifest", type=Path, help="for --write-manifest: its path (default ROOT/manifest.sha256)")
     args = parser.parse_args(argv)
+    settings = partial(benchmark_settings, "egohumans", EgoHumansSettings)
     if args.write_manifest is not None:
-        return run_stage(
-            lambda: pin_root(args.write_manifest, benchmark_settings("egohumans"), args.manifest), benchmark="egohumans"
-        )
-    return run_stage(lambda: write_fetched(benchmark_settings("egohumans")), benchmark="egohumans")
+        return run_stage(lambda: pin_root(args.write_manifest, settings(), args.manifest), benchmark="egohumans")
+    return run_stage(lambda: write_fetched(settings()), benchmark="egohumans")
 
 
 if __name__ == "__main__":

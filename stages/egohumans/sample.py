@@ -7,13 +7,17 @@ from __future__ import annotations
 
 from egoeval.egohumans.artifacts import SAMPLE
 from egoeval.egohumans.sample import generate_sample
+from egoeval.egohumans.settings import EgoHumansSettings
 from egoeval.settings import benchmark_settings
 from egoeval.stage_shell import run_stage, stage_parser
 
 
 def main(argv: list[str] | None = None) -> int:
     stage_parser(__doc__).parse_args(argv)
-    return run_stage(lambda: generate_sample(SAMPLE, benchmark_settings("egohumans").sample), benchmark="egohumans")
+    return run_stage(
+        lambda: generate_sample(SAMPLE, benchmark_settings("egohumans", EgoHumansSettings).sample),
+        benchmark="egohumans",
+    )
 
 
 if __name__ == "__main__":

@@ -7,13 +7,14 @@ holds: egoeval.egohumans.scoring).
 from __future__ import annotations
 
 from egoeval.egohumans.scoring import write_scores
+from egoeval.egohumans.settings import EgoHumansSettings
 from egoeval.settings import benchmark_settings
 from egoeval.stage_shell import run_stage, stage_parser
 
 
 def main(argv: list[str] | None = None) -> int:
     stage_parser(__doc__).parse_args(argv)
-    return run_stage(lambda: write_scores(benchmark_settings("egohumans")), benchmark="egohumans")
+    return run_stage(lambda: write_scores(benchmark_settings("egohumans", EgoHumansSettings)), benchmark="egohumans")
 
 
 if __name__ == "__main__":

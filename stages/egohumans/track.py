@@ -7,6 +7,7 @@ data/egohumans/tracks/<tracker>-<mode>/<seq>.txt (MOTChallenge), one file per se
 from __future__ import annotations
 
 from egoeval.egohumans.formats import DETECTION_MODES
+from egoeval.egohumans.settings import EgoHumansSettings
 from egoeval.egohumans.tracking import write_tracks
 from egoeval.settings import benchmark_settings
 from egoeval.stage_shell import run_stage, stage_parser
@@ -18,7 +19,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", required=True, choices=DETECTION_MODES, help="the detections to track")
     args = parser.parse_args(argv)
     return run_stage(
-        lambda: write_tracks(benchmark_settings("egohumans"), args.tracker, args.mode), benchmark="egohumans"
+        lambda: write_tracks(benchmark_settings("egohumans", EgoHumansSettings), args.tracker, args.mode),
+        benchmark="egohumans",
     )
 
 

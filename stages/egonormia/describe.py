@@ -7,13 +7,16 @@ frames image. Output data/egonormia/descriptions.parquet: egoeval.egonormia.desc
 from __future__ import annotations
 
 from egoeval.egonormia.descriptions import write_descriptions
+from egoeval.egonormia.settings import EgoNormiaSettings
 from egoeval.settings import benchmark_settings
 from egoeval.stage_shell import run_stage, stage_parser
 
 
 def main(argv: list[str] | None = None) -> int:
     stage_parser(__doc__).parse_args(argv)
-    return run_stage(lambda: write_descriptions(benchmark_settings("egonormia")), benchmark="egonormia")
+    return run_stage(
+        lambda: write_descriptions(benchmark_settings("egonormia", EgoNormiaSettings)), benchmark="egonormia"
+    )
 
 
 if __name__ == "__main__":

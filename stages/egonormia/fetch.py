@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from egoeval.egonormia.fetching import pin_folder, write_fetched
+from egoeval.egonormia.settings import EgoNormiaSettings
 from egoeval.settings import benchmark_settings
 from egoeval.stage_shell import run_stage, stage_parser
 
@@ -20,7 +21,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.write_manifest is not None:  # a tool mode: params.yaml is not read
         return run_stage(lambda: pin_folder(args.write_manifest, args.manifest, args.media), params=None)
-    return run_stage(lambda: write_fetched(benchmark_settings("egonormia").fetch), benchmark="egonormia")
+    return run_stage(
+        lambda: write_fetched(benchmark_settings("egonormia", EgoNormiaSettings).fetch), benchmark="egonormia"
+    )
 
 
 if __name__ == "__main__":

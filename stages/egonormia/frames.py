@@ -7,13 +7,16 @@ video. Outputs data/egonormia/frames/<id>.jpg and its index.parquet: egoeval.ego
 from __future__ import annotations
 
 from egoeval.egonormia.frames import write_frames
+from egoeval.egonormia.settings import EgoNormiaSettings
 from egoeval.settings import benchmark_settings
 from egoeval.stage_shell import run_stage, stage_parser
 
 
 def main(argv: list[str] | None = None) -> int:
     stage_parser(__doc__).parse_args(argv)
-    return run_stage(lambda: write_frames(benchmark_settings("egonormia").frames), benchmark="egonormia")
+    return run_stage(
+        lambda: write_frames(benchmark_settings("egonormia", EgoNormiaSettings).frames), benchmark="egonormia"
+    )
 
 
 if __name__ == "__main__":

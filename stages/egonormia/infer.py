@@ -7,12 +7,14 @@ ledger beside the cache. What is asked, cached, retried and written: egoeval.ego
 from __future__ import annotations
 
 from egoeval.egonormia.inference import write_responses
+from egoeval.egonormia.settings import EgoNormiaSettings
+from egoeval.settings import benchmark_settings
 from egoeval.stage_shell import run_stage, stage_parser
 
 
 def main(argv: list[str] | None = None) -> int:
     stage_parser(__doc__).parse_args(argv)
-    return run_stage(write_responses, benchmark="egonormia")
+    return run_stage(lambda: write_responses(benchmark_settings("egonormia", EgoNormiaSettings)), benchmark="egonormia")
 
 
 if __name__ == "__main__":

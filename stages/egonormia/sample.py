@@ -7,6 +7,7 @@ rewrites clips.json with the options spread evenly over the five positions.
 from __future__ import annotations
 
 from egoeval.egonormia.sample import CLIPS_FILE, MANIFEST, run_sample
+from egoeval.egonormia.settings import EgoNormiaSettings
 from egoeval.settings import benchmark_settings
 from egoeval.stage_shell import run_stage, stage_parser
 
@@ -19,7 +20,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--seed", type=int, default=0, help="--balance-positions: the seed (default 0)")
     args = parser.parse_args(argv)
-    return run_stage(lambda: run_sample(benchmark_settings("egonormia").sample, **vars(args)), benchmark="egonormia")
+    return run_stage(
+        lambda: run_sample(benchmark_settings("egonormia", EgoNormiaSettings).sample, **vars(args)),
+        benchmark="egonormia",
+    )
 
 
 if __name__ == "__main__":

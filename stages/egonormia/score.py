@@ -7,13 +7,14 @@ egoeval.egonormia.scoring).
 from __future__ import annotations
 
 from egoeval.egonormia.metrics import write_metrics
+from egoeval.egonormia.settings import EgoNormiaSettings
 from egoeval.settings import benchmark_settings
 from egoeval.stage_shell import run_stage, stage_parser
 
 
 def main(argv: list[str] | None = None) -> int:
     stage_parser(__doc__).parse_args(argv)
-    return run_stage(lambda: write_metrics(benchmark_settings("egonormia")), benchmark="egonormia")
+    return run_stage(lambda: write_metrics(benchmark_settings("egonormia", EgoNormiaSettings)), benchmark="egonormia")
 
 
 if __name__ == "__main__":

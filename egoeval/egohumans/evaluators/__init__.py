@@ -2,33 +2,25 @@
 
 ``official`` (EgoHumans' evaluation: mmtracking's dataset rules and ``eval_mot`` on py-motmetrics, TrackEval's HOTA
 beside it) and ``trackeval`` (TrackEval's MOT15 semantics). A new protocol is a module here with an Evaluator,
-listed in EVALUATORS, and its name in ``ScoreSettings.protocol``.
+registered in EVALUATORS (``egohumans.score.protocol`` then allows its name).
 """
 
 from __future__ import annotations
 
-import importlib
-from functools import cache
 from typing import TYPE_CHECKING
+
+from egoeval.registry import Registry
 
 if TYPE_CHECKING:
     from egoeval.egohumans.evaluators.base import Evaluator
 
-# protocol -> (module, Evaluator class); a module is imported when its protocol is first asked for (pandas, scipy:
-# reading the names, as `egoeval score-tracks --help` does, loads neither)
-EVALUATORS: dict[str, tuple[str, str]] = {
-    "official": ("egoeval.egohumans.evaluators.official", "Official"),
-    "trackeval": ("egoeval.egohumans.evaluators.trackeval", "TrackEval"),
-}
-PROTOCOLS = tuple(EVALUATORS)
+EVALUATORS: Registry[Evaluator] = Registry("protocol")
+"""Every scoring protocol's evaluator by name; a module is imported when its protocol is first asked for (pandas,
+scipy: reading the names, as `egoeval score-tracks --help` and the settings do, loads neither)."""
+EVALUATORS.register_lazy("official", "egoeval.egohumans.evaluators.official:EVALUATOR")
+EVALUATORS.register_lazy("trackeval", "egoeval.egohumans.evaluators.trackeval:EVALUATOR")
 
 
-@cache
 def evaluator(protocol: str) -> Evaluator:
-    """The evaluator of ``protocol`` (a name of EVALUATORS)."""
-    if protocol not in EVALUATORS:
-        raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
-    module, name = EVALUATORS[protocol]
-    found: Evaluator = getattr(importlib.import_module(module), name)()
-    assert found.name == protocol, f"{module}.{name} is named {found.name!r}, listed as {protocol!r}"
-    return found
+    """The evaluator of ``protocol`` (a name of EVALUATORS; UnknownName otherwise)."""
+    return EVALUATORS.get(protocol)

@@ -15,7 +15,7 @@ Scores = dict[str, Any]  # {"protocol": name, "COMBINED": summary, "sequences": 
 class Evaluator(ABC):
     """One scoring protocol: which ground-truth rows its dataset reader passes on, and how tracks are scored.
 
-    ``name`` is the protocol's name in params.yaml (``egohumans.score.protocol``), in ``egoeval score-tracks
+    ``name`` is the protocol's name in the settings (``egohumans.score.protocol``), in ``egoeval score-tracks
     --protocol`` and in every result it returns.
     """
 

@@ -18,3 +18,6 @@ class TrackEval(Evaluator):
     def evaluate(self, gt: Tracks, pred: Tracks, iou: float = 0.5, seq_lengths: Lengths | None = None) -> Scores:
         kept = {name: kept_ground_truth(df) for name, df in gt.items()}
         return {"protocol": self.name, **evaluate_sequences(kept, pred, iou, seq_lengths)}
+
+
+EVALUATOR = TrackEval()

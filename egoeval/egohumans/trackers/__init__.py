@@ -1,7 +1,7 @@
 """The tracker registry: a ``tracker_type`` is a tracker of the pinned ultralytics (its ``TRACKER_MAP``) or one of
 egoeval's own (OWN), each a module here with its YAML of defaults beside it, as ultralytics keeps its own.
 
-A tracker is configured entirely in params.yaml (``egohumans.track.config.<name>``: ``tracker_type`` plus every key
+A tracker is configured entirely in the settings (``egohumans.track.config.<name>``: ``tracker_type`` plus every key
 of its YAML, ``ultralytics/cfg/trackers/<tracker_type>.yaml`` or ``<tracker_type>.yaml`` here, checked by
 ``egoeval.egohumans.settings``), so adding a run of a known tracker is a params change; adding a tracker of our own
 is a module and a YAML here and an entry in OWN. egoeval's own trackers read each frame's camera pose
@@ -25,14 +25,15 @@ from egoeval.egohumans.settings import TrackerConfig
 from egoeval.egohumans.trackers.egomotion import make_egomotion_tracker
 from egoeval.egohumans.trackers.multiview import make_multiview_tracker
 from egoeval.egohumans.trackers.world import make_world_tracker
+from egoeval.registry import Registry
 
-OWN: dict[str, Callable[[Any], Any]] = {
-    "egomotion": make_egomotion_tracker,
-    "world": make_world_tracker,
-    "multiview": make_multiview_tracker,
-    "linked": make_multiview_tracker,
-}
-CAMERA_TRACKERS = ("egomotion", "world", "multiview", "linked")  # the trackers that read each frame's camera pose
+OWN: Registry[Callable[[Any], Any]] = Registry("tracker")
+"""egoeval's own trackers by ``tracker_type``: each a factory taking the settings namespace. Every one reads each
+frame's camera pose."""
+OWN.register("egomotion", make_egomotion_tracker)
+OWN.register("world", make_world_tracker)
+OWN.register("multiview", make_multiview_tracker)
+OWN.register("linked", make_multiview_tracker)
 TAKE_TRACKERS = ("multiview", "linked")  # the trackers of whole takes, whose ids are global over the take's cameras
 PLACING_TRACKERS = ("world",)  # the per-sequence trackers that place each box's person in the world (placement.py)
 
@@ -44,7 +45,7 @@ def make_tracker(config: TrackerConfig) -> Any:
 
     args = IterableSimpleNamespace(**config.model_dump())  # what ultralytics' trackers read their settings from
     kind = config.tracker_type
-    return OWN[kind](args) if kind in OWN else TRACKER_MAP[kind](args)
+    return OWN.get(kind)(args) if kind in OWN else TRACKER_MAP[kind](args)
 
 
 def uses_frames(config: TrackerConfig) -> bool:
@@ -54,7 +55,7 @@ def uses_frames(config: TrackerConfig) -> bool:
 
 def uses_cameras(config: TrackerConfig) -> bool:
     """Whether the tracker needs each frame's camera pose (the ego-motion and world trackers)."""
-    return config.tracker_type in CAMERA_TRACKERS
+    return config.tracker_type in OWN
 
 
 def places_people(config: TrackerConfig) -> bool:

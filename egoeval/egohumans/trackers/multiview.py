@@ -42,7 +42,6 @@ from egoeval.egohumans.trackers.egomotion import CameraPose
 from egoeval.egohumans.trackers.placement import GroundPlane, Priors, place
 from egoeval.egohumans.trackers.world import START_SPEED_STD_M
 from egoeval.errors import InputError
-from egoeval.settings import PARAMS_FILE
 
 VELOCITY_STAMPS = 10  # a person's velocity at the end of a stretch: over its last this many time stamps
 OUTPUT_COLUMNS = ["frame", "id", "x", "y", "w", "h", "conf", *ROOT_COLUMNS]
@@ -294,7 +293,7 @@ def check_views(name: str, images: pd.DataFrame) -> None:
     every image's take, camera and time stamp (fetch's images table)."""
     missing = [c for c in ("take", "camera", "time_stamp") if c not in images.columns]
     if missing:
-        raise InputError(PARAMS_FILE, f"egohumans.track.config.{name}: the tracker needs {missing} (fetch)")
+        raise InputError(f"egohumans.track.config.{name}", f"the tracker needs {missing} (fetch)")
     unplaced = images[(images["take"] == "") | images["time_stamp"].isna()]
     if len(unplaced):
         row = unplaced.iloc[0]

@@ -1,6 +1,6 @@
 """EgoNormia's evaluation protocols: how a clip's questions are asked, how the replies are read, what is counted.
 
-``egonormia.protocol`` in params.yaml names the protocol the infer stage asks under; responses.parquet and
+The setting ``egonormia.protocol`` names the protocol the infer stage asks under; responses.parquet and
 predictions.parquet record its name on every row, and the parse and score stages take the protocol that name says
 (``recorded``). Each protocol is one module here defining ``PROTOCOL``, an object of one interface (``Protocol``):
 
@@ -18,12 +18,9 @@ here plus its name in ``egoeval.egonormia.settings.ProtocolName``.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -32,6 +29,7 @@ import numpy as np
 from egoeval.backends import ChatRequest, MultipleChoice
 from egoeval.backends.client import Completion
 from egoeval.egonormia.scoring import CALL_FAILED
+from egoeval.egonormia.settings import PROTOCOLS
 from egoeval.errors import InputError
 
 if TYPE_CHECKING:
@@ -130,16 +128,13 @@ def justification_choices(chosen: str | None, context: str, options: Sequence[st
     return MultipleChoice(f"{chosen} {context}" if chosen else context, tuple(options), multi=False)
 
 
-@cache
 def registry() -> dict[str, Protocol]:
-    """Every protocol module's ``PROTOCOL``, by name."""
-    found = [importlib.import_module(f"{__name__}.{module.name}").PROTOCOL for module in pkgutil.iter_modules(__path__)]
-    return {protocol.name: protocol for protocol in sorted(found, key=lambda p: p.name)}
+    """Every protocol module's ``PROTOCOL``, by name (``egoeval.egonormia.settings.PROTOCOLS``)."""
+    return dict(PROTOCOLS.items())
 
 
 def recorded(name: object, source: Path) -> Protocol:
     """The protocol a table records by name; InputError naming the table when it is none of ours."""
-    protocol = registry().get(str(name))
-    if protocol is None:
-        raise InputError(source, f"unknown protocol {name!r}; known: {', '.join(registry())}")
-    return protocol
+    if str(name) not in PROTOCOLS:
+        raise InputError(source, f"unknown protocol {name!r}; known: {', '.join(PROTOCOLS.names())}")
+    return PROTOCOLS.get(str(name))

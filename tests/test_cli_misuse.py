@@ -188,7 +188,7 @@ def test_a_stage_given_a_wrong_argument_says_which(workspace: Path, module: str)
     line = one_error(run)
     if "nope --mode" in module:
         assert line == (
-            "error: bad input: params.yaml: --tracker 'nope': not a key of egohumans.track.config "
+            "error: bad input: egohumans.track.config: --tracker 'nope' is not one of its keys "
             "(botsort, bytetrack, egomotion, linked, multiview, world)"
         )
     else:

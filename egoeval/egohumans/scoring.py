@@ -6,7 +6,7 @@ py-motmetrics 1.4.0, re-implemented in ``egoeval.tracking.motmetrics``; HOTA fro
 ``trackeval`` (TrackEval's MOT15 semantics). Each run's entry names its protocol.
 
 Reads ``data/egohumans/fetched/gt/<seq>.txt`` and the run folder ``data/egohumans/tracks/<tracker>-<mode>/`` of
-every tracker x detection mode in params.yaml (one MOTChallenge file per ground-truth sequence). Writes
+every tracker x detection mode of the settings (one MOTChallenge file per ground-truth sequence). Writes
 ``metrics/egohumans.json`` (``{run: {"COMBINED": ..., "sequences": {seq: ...}, "cross_view": ..., "protocol",
 dataset, split, set, modality, detections[, limit]}}``: what data each run scored, ``run_data``),
 ``metrics/egohumans/<run>.json`` (the headline row ``dvc metrics show`` prints: egoeval.headline),

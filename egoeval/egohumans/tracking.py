@@ -39,7 +39,6 @@ from egoeval.io.atomic import write_parquet
 from egoeval.io.bounded import read_json, read_parquet
 from egoeval.io.commit import replaced_dir
 from egoeval.io.paths import data_roots
-from egoeval.stage_shell import PARAMS_FILE
 from egoeval.tracking.mot import write_mot
 from egoeval.video import read_pinned_image
 
@@ -275,7 +274,7 @@ def write_tracks(settings: EgoHumansSettings, tracker: str, mode: str) -> None:
     configured = settings.track.config
     if tracker not in configured:
         known = ", ".join(sorted(configured))
-        raise InputError(PARAMS_FILE, f"--tracker {tracker!r}: not a key of egohumans.track.config ({known})")
+        raise InputError("egohumans.track.config", f"--tracker {tracker!r} is not one of its keys ({known})")
     run = f"{tracker}-{mode}"
     detections = DETECTIONS / f"{mode}.parquet"
     rows = track(tracker, configured[tracker], detections, FETCHED, TRACKS / run, Path(settings.fetch.path))

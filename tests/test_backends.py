@@ -35,7 +35,7 @@ from egoeval.backends import (
 from egoeval.backends.chance import ChanceBackend
 from egoeval.backends.client import FIRST_CALLS, ModelClient
 from egoeval.backends.limiter import AdaptiveLimiter, Outcome, call_with_retries
-from egoeval.backends.openai import OpenAIBackend, _Answer, parse_retry_after, reply_byte_limit
+from egoeval.backends.openai import EndpointAnswer, OpenAIBackend, parse_retry_after, reply_byte_limit
 from egoeval.cache import ResponseCache
 from egoeval.egonormia.protocols import justification_choices
 from egoeval.egonormia.settings import ModelSpec
@@ -559,7 +559,7 @@ def test_an_endpoint_quoting_the_key_json_escaped_is_redacted_too(monkeypatch) -
     with OpenAIServer(policy=lambda body: "placeholder") as server:
         backend = make_backend(spec(server))
         body = ('{"choices": [{"message": {"content": "key ' + escaped + '"}}], "model": "' + escaped + '"}').encode()
-        answer = _Answer.read(200, httpx.Headers({"Content-Type": "application/json"}), body, secret)
+        answer = EndpointAnswer.read(200, httpx.Headers({"Content-Type": "application/json"}), body, secret)
         reply = backend._interpret(answer, chat())
         backend.close()
     assert reply.text == "key ***" and reply.served_model == "***"

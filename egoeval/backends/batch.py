@@ -35,7 +35,14 @@ from typing import Any, ClassVar, Protocol
 import httpx
 
 from egoeval.backends.base import ChatRequest, ModelEntry, redact, request_key
-from egoeval.backends.openai import CONNECT_TIMEOUT_S, OpenAIBackend, _Answer, _cut, reply_byte_limit, request_body
+from egoeval.backends.openai import (
+    CONNECT_TIMEOUT_S,
+    EndpointAnswer,
+    OpenAIBackend,
+    reply_byte_limit,
+    request_body,
+    snippet,
+)
 from egoeval.errors import (
     BatchError,
     BatchNotFound,
@@ -110,7 +117,7 @@ class OpenAIBatchBackend(OpenAIBackend):
 
     # ------------------------------------------------------------------ the Batch API's four calls
 
-    def _api(self, method: str, path: str, limit: int = API_BYTES, **send: Any) -> _Answer:
+    def _api(self, method: str, path: str, limit: int = API_BYTES, **send: Any) -> EndpointAnswer:
         """One Batch API call, its answer read up to ``limit`` bytes within ``timeout_s``, the key redacted."""
         headers, key = self._headers()
         if "files" in send:
@@ -126,11 +133,11 @@ class OpenAIBatchBackend(OpenAIBackend):
                     if size > limit:
                         raise EndpointError(f"{url}: answered more than {limit:,} bytes; not a Batch API answer")
                     chunks.append(chunk)
-                answer = _Answer.read(streamed.status_code, streamed.headers, b"".join(chunks), key)
+                answer = EndpointAnswer.read(streamed.status_code, streamed.headers, b"".join(chunks), key)
         except (httpx.ConnectError, httpx.ConnectTimeout) as error:
             if not self._answered:
                 raise EndpointDown(
-                    f"{url}: nothing answers at this address ({_cut(redact(str(error), key), 120)}; connect timeout "
+                    f"{url}: nothing answers at this address ({snippet(redact(str(error), key), 120)}; connect timeout "
                     f"{CONNECT_TIMEOUT_S:g} s): check base_url of model {self.model!r}"
                 ) from None
             raise BatchError(f"{url}: connection error ({type(error).__name__})") from None
@@ -185,7 +192,7 @@ class OpenAIBatchBackend(OpenAIBackend):
 def _id(data: dict[str, Any], name: str, where: str) -> str:
     value = data.get(name)
     if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9_\-]{1,200}", value):
-        raise EndpointError(f"{where}: answered without a usable {name!r} ({_cut(repr(value), 80)})")
+        raise EndpointError(f"{where}: answered without a usable {name!r} ({snippet(repr(value), 80)})")
     return value
 
 
@@ -411,8 +418,8 @@ def _check_ours(answer: dict[str, Any], batch_id: str, batch: Submitted, where: 
     if said_id == batch_id and said_input == batch.input_file_id:
         return
     raise EndpointError(
-        f"{where} answered a batch that is not this run's: id {_cut(repr(said_id), 80)}, input_file_id "
-        f"{_cut(repr(said_input), 80)}, where batch {batch_id} was created from input file {batch.input_file_id} "
+        f"{where} answered a batch that is not this run's: id {snippet(repr(said_id), 80)}, input_file_id "
+        f"{snippet(repr(said_input), 80)}, where batch {batch_id} was created from input file {batch.input_file_id} "
         f"({batch.request_file}); none of its replies is kept. Check base_url of model {batch.model!r} "
         "(a proxy or another service answering there?)"
     )
@@ -539,7 +546,7 @@ def _merge(
             continue
         status, body = got[0]
         payload = json.dumps(body).encode("utf-8")
-        reply_text = _Answer.read(status, httpx.Headers({"Content-Type": "application/json"}), payload, key)
+        reply_text = EndpointAnswer.read(status, httpx.Headers({"Content-Type": "application/json"}), payload, key)
         try:
             reply = backend._interpret(reply_text, requests[custom_id])
         except CallFailed:

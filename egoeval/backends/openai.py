@@ -1,7 +1,7 @@
 """Any OpenAI-compatible chat completions endpoint: vLLM, SGLang, Ollama, OpenAI, Gemini's compatibility API.
 
 The API key is read from the environment variable *named* by ``api_key_env`` at call time; it is never kept on
-the object. Everything the endpoint sends back crosses one boundary (``_Answer.read``): the body is read up to
+the object. Everything the endpoint sends back crosses one boundary (``EndpointAnswer.read``): the body is read up to
 ``reply_byte_limit(max_tokens)`` bytes, within ``timeout_s`` from connect to its last byte, and the key is
 redacted (``redact``: every encoding of it) from every string in it before anything cuts, stores, logs or shows it.
 
@@ -208,14 +208,14 @@ def _redacted(data: Any, key: str | None) -> Any:
     return data
 
 
-def _cut(text: str, limit: int = DETAIL_CHARS) -> str:
+def snippet(text: str, limit: int = DETAIL_CHARS) -> str:
     """``text`` on one line, at most ``limit`` characters (cut with an ellipsis that says so)."""
     line = " ".join(text.split())
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 @dataclass(frozen=True)
-class _Answer:
+class EndpointAnswer:
     """What the endpoint sent back, every string in it already redacted."""
 
     status: int
@@ -226,7 +226,7 @@ class _Answer:
     utf8: bool = True  # False: the body held bytes that are not UTF-8 (replaced in ``text`` and ``data``)
 
     @classmethod
-    def read(cls, status: int, headers: httpx.Headers, body: bytes, key: str | None) -> _Answer:
+    def read(cls, status: int, headers: httpx.Headers, body: bytes, key: str | None) -> EndpointAnswer:
         """The boundary: nothing the endpoint sent is kept unredacted past this point."""
         try:
             text, utf8 = body.decode("utf-8"), True
@@ -238,7 +238,7 @@ class _Answer:
                 data = _redacted(json.loads(text), key)
             except (ValueError, RecursionError):  # malformed, nested too deep, an integer beyond Python's limit
                 data = None
-        content_type = _cut(redact(headers.get("Content-Type", "no content type"), key), 100)
+        content_type = snippet(redact(headers.get("Content-Type", "no content type"), key), 100)
         retry_after = parse_retry_after(headers.get("Retry-After"))
         return cls(status, content_type, retry_after, redact(text, key), data, utf8)
 
@@ -246,10 +246,10 @@ class _Answer:
         """The endpoint's own words for an error: its error message when the body has one, else the body."""
         error = self.data.get("error") if isinstance(self.data, dict) else None
         if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return _cut(error["message"])
+            return snippet(error["message"])
         if error is not None:
-            return _cut(error if isinstance(error, str) else json.dumps(error, ensure_ascii=False))
-        return _cut(self.text)
+            return snippet(error if isinstance(error, str) else json.dumps(error, ensure_ascii=False))
+        return snippet(self.text)
 
     def error_code(self) -> int | None:
         """The HTTP-like status an error object in a 200 body names (``code`` or ``status``), if any."""
@@ -270,7 +270,7 @@ def _usage(data: dict[str, Any]) -> tuple[int | None, int | None]:
 def _shape(content: Any) -> str:
     """What an endpoint's ``choices[0].message.content`` that is not text is, and why it stops the run."""
     if isinstance(content, list):
-        kinds = sorted({_cut(str(p.get("type")), 40) if isinstance(p, dict) else type(p).__name__ for p in content})
+        kinds = sorted({snippet(str(p.get("type")), 40) if isinstance(p, dict) else type(p).__name__ for p in content})
         shape = f"a list of {len(content)} part(s) (types: {', '.join(kinds) or 'none'})"
     else:
         shape = f"a JSON {type(content).__name__}"
@@ -344,23 +344,23 @@ class OpenAIBackend(Backend):
             raise CallRetryable(f"timeout (no complete reply within timeout_s, {self.timeout_s:g} s)") from None
         except httpx.DecodingError as error:
             raise EndpointError(
-                f"{self._who} answered with a body that cannot be decoded ({_cut(redact(str(error), key))}): not a "
+                f"{self._who} answered with a body that cannot be decoded ({snippet(redact(str(error), key))}): not a "
                 "working chat completions API; check the model's base_url (or a proxy between that garbles it)"
             ) from None
         except (httpx.UnsupportedProtocol, httpx.InvalidURL, httpx.LocalProtocolError) as error:
             raise EndpointError(
-                f"{self.endpoint}: cannot be called ({type(error).__name__}: {_cut(redact(str(error), key))}): "
+                f"{self.endpoint}: cannot be called ({type(error).__name__}: {snippet(redact(str(error), key))}): "
                 "check the model's base_url (http:// or https://, host, port)"
             ) from None
         except httpx.ConnectError as error:
             if not self._answered:
-                raise self._nothing_answers(_cut(redact(str(error), key), 120)) from None
+                raise self._nothing_answers(snippet(redact(str(error), key), 120)) from None
             raise CallRetryable("connection error (ConnectError)") from None
         except httpx.HTTPError as error:
             raise CallRetryable(f"connection error ({type(error).__name__})") from None
         return self._interpret(answer, request)
 
-    def _post(self, request: ChatRequest, headers: dict[str, str], key: str | None) -> _Answer:
+    def _post(self, request: ChatRequest, headers: dict[str, str], key: str | None) -> EndpointAnswer:
         """POST and read the reply, at most ``reply_byte_limit`` bytes, all within ``timeout_s``."""
         limit = reply_byte_limit(request.decoding.max_tokens)
         self._deadline.at = time.monotonic() + self.timeout_s
@@ -381,11 +381,11 @@ class OpenAIBackend(Backend):
                             fix="the server ignores max_tokens: check the model's max_tokens and the server",
                         )
                     chunks.append(chunk)
-                return _Answer.read(streamed.status_code, streamed.headers, b"".join(chunks), key)
+                return EndpointAnswer.read(streamed.status_code, streamed.headers, b"".join(chunks), key)
         finally:
             self._deadline.at = None
 
-    def _interpret(self, answer: _Answer, request: ChatRequest) -> Reply:
+    def _interpret(self, answer: EndpointAnswer, request: ChatRequest) -> Reply:
         """The reply, or the Transient/Permanent/Rejected/Endpoint error the answer means (module docstring)."""
         status = answer.status
         if status in RETRY_STATUS or status >= 500:
@@ -412,7 +412,7 @@ class OpenAIBackend(Backend):
             if answer.text.lstrip().startswith(("{", "[")):
                 raise CallRetryable("malformed response body")
             raise EndpointError(
-                f"{self._who} answered 200 with a non-JSON body ({answer.content_type}: {_cut(answer.text, 80)!r}): "
+                f"{self._who} answered 200 with a non-JSON body ({answer.content_type}: {snippet(answer.text, 80)!r}): "
                 "not an OpenAI chat completions API; check the model's base_url (it usually ends in /v1)"
             )
         if isinstance(data, dict) and "error" in data and "choices" not in data:
@@ -436,14 +436,14 @@ class OpenAIBackend(Backend):
         has_text = isinstance(content, str) and bool(content.strip())
         tokens = _usage(data)
         if has_text and request.content_despite_refusal:
-            return Reply(content, _cut(served, 200), *tokens)  # whatever else is said beside it
+            return Reply(content, snippet(served, 200), *tokens)  # whatever else is said beside it
         if message.get("refusal"):
-            raise CallRefused(f"refusal: {_cut(str(message['refusal']), 200)}")
+            raise CallRefused(f"refusal: {snippet(str(message['refusal']), 200)}")
         if choice.get("finish_reason") == "content_filter":
             raise CallRefused("refusal: finish_reason content_filter")
         if not has_text:
             raise CallRetryable("empty completion")
-        return Reply(content, _cut(served, 200), *tokens)
+        return Reply(content, snippet(served, 200), *tokens)
 
     def close(self) -> None:
         self._client.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import shutil
 import signal
@@ -38,20 +39,53 @@ os.environ.setdefault("DVC_NO_ANALYTICS", "1")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 
 
+FILE_DURATIONS = REPO / "tests" / "durations.json"  # seconds each test file took in a `make test` run (see below)
+UNMEASURED_S = 5.0  # what a test file missing from FILE_DURATIONS is expected to take
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--store-durations",
+        action="store_true",
+        help=f"write each test file's total time in this run to {FILE_DURATIONS.relative_to(REPO)} (the order "
+        "`make test` hands files to its workers)",
+    )
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under pytest-xdist (``make test``: ``--dist loadfile --no-loadscope-reorder``), the order files are handed
-    out: first one file that needs the shared ``reproduced`` workspace, so one worker builds it while the others run
-    the files that do not need it, which come next; then the other files that need it. Order within a file is kept.
+    out, longest first so that the workers finish together (their last files are the short ones): first the
+    longest file that needs the shared ``reproduced`` workspace, so one worker builds it, and on every other worker
+    a long file that does not need it, so none waits for the build; then every other file, longest first (the
+    times of tests/durations.json). Order within a file is kept.
     """
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return
     files: dict[Path, list[pytest.Item]] = {}
     for item in items:
         files.setdefault(item.path, []).append(item)
-    needs = {path: any("reproduced" in item.fixturenames for item in tests) for path, tests in files.items()}
-    first = next((path for path, needed in needs.items() if needed), None)
-    order = sorted(files, key=lambda path: (path != first, needs[path]))  # stable: collection order otherwise
+    durations = json.loads(FILE_DURATIONS.read_text()) if FILE_DURATIONS.is_file() else {}
+    longest = sorted(files, key=lambda path: -durations.get(path.relative_to(REPO).as_posix(), UNMEASURED_S))
+    needs = {path for path, tests in files.items() if any("reproduced" in item.fixturenames for item in tests)}
+    others = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "2")) - 1
+    start = [path for path in longest if path in needs][:1] + [path for path in longest if path not in needs][:others]
+    order = start + [path for path in longest if path not in start]
     items[:] = [item for path in order for item in files[path]]
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Add up each test file's time (setup, call and teardown) for ``--store-durations``."""
+    file = report.nodeid.split("::", 1)[0]
+    MEASURED[file] = MEASURED.get(file, 0.0) + report.duration
+
+
+MEASURED: dict[str, float] = {}  # test file -> seconds so far in this run (in the process that sees every report)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if session.config.getoption("store_durations") and not os.environ.get("PYTEST_XDIST_WORKER"):
+        table = {file: round(seconds, 1) for file, seconds in sorted(MEASURED.items())}
+        FILE_DURATIONS.write_text(json.dumps(table, indent=1) + "\n")
 
 
 def write_test_video(path: Path, seconds: float = 5.0, fps: float = 30.0, size: tuple[int, int] = (96, 64)) -> Path:

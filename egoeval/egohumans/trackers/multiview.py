@@ -34,13 +34,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import chi2
 
 from egoeval.egohumans.formats import ROOT_COLUMNS
 from egoeval.egohumans.settings import TrackerConfig
 from egoeval.egohumans.trackers.egomotion import CameraPose
 from egoeval.egohumans.trackers.placement import GroundPlane, Priors, place
-from egoeval.egohumans.trackers.world import START_SPEED_STD_M
+from egoeval.egohumans.trackers.world import START_SPEED_STD_M, chi2_quantile
 from egoeval.errors import InputError
 
 VELOCITY_STAMPS = 10  # a person's velocity at the end of a stretch: over its last this many time stamps
@@ -164,7 +163,7 @@ def _evidence(
 def link(boxes: pd.DataFrame, gate_probability: float) -> dict[int, int]:
     """Tracklet key -> its person (the smallest key of its group), joining compatible cross-camera pairs closest
     first (see the module docstring)."""
-    gate = chi2.ppf(gate_probability, 3)
+    gate = chi2_quantile(gate_probability, 3)
     evidence, together = _evidence(boxes, gate)
     compatible = {pair for pair, (_, median) in evidence.items() if median <= gate}
     order = sorted(compatible, key=lambda pair: (-evidence[pair][0], evidence[pair][1], pair))
@@ -223,7 +222,7 @@ def _rejoined(fused: pd.DataFrame, settings: dict[str, Any]) -> dict[int, int]:
         back = max(0, len(stamps) - VELOCITY_STAMPS)
         velocity = (roots[-1] - roots[back]) / max(stamps[-1] - stamps[back], 1)
         spans.append((person, stamps[0], stamps[-1], roots[0], roots[-1], velocity, *rows["spread"].iloc[[0, -1]]))
-    gate, walk = chi2.ppf(float(settings["gate_probability"]), 3), float(settings["walk_noise_m"])
+    gate, walk = chi2_quantile(float(settings["gate_probability"]), 3), float(settings["walk_noise_m"])
     buffer = int(settings["track_buffer"])
     candidates = []
     for a, _, end, _, last, velocity, _, end_spread in spans:

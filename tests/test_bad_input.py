@@ -23,10 +23,17 @@ from egoeval.egonormia.inference import run_inference, write_responses
 from egoeval.egonormia.predictions import parse_responses
 from egoeval.egonormia.protocols import registry
 from egoeval.egonormia.schema import read_official_json
-from egoeval.egonormia.settings import InferSettings, ModelSpec
+from egoeval.egonormia.settings import EgoNormiaSettings, InferSettings, ModelSpec
 from egoeval.errors import InputError
+from egoeval.settings import benchmark_settings
 from egoeval.stage_shell import command_env, run_stage
 from egoeval.tracking.mot import read_mot
+
+
+def infer_stage() -> None:
+    """The egonormia_infer stage's work on this workspace's settings, as its CLI runs it."""
+    write_responses(benchmark_settings("egonormia", EgoNormiaSettings))
+
 
 pytestmark = pytest.mark.bad_input
 CHANCE = [ModelSpec(backend="random", name="chance")]
@@ -117,7 +124,7 @@ def test_the_infer_stage_reports_bad_items_in_one_line_and_writes_nothing(tmp_pa
         tmp_path,
         {"egonormia": {"baselines": [], "infer": {"settings": ["blind"], "seed": 0, "cache_dir": ".cache"}}},
     )
-    assert run_stage(write_responses, benchmark="egonormia") == 2
+    assert run_stage(infer_stage, benchmark="egonormia") == 2
     where = "data/egonormia/fetched/items.parquet, row clip-1"
     assert capsys.readouterr().err.splitlines() == [f"error: bad input: {where}: justifications must hold 5 strings"]
     assert not Path("data/egonormia/responses.parquet").exists()

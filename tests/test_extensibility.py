@@ -186,7 +186,7 @@ def _add_to_map(guide: str) -> str:
 
 def add_toy_benchmark(root: Path) -> None:
     """The whole change, as the developer guide's "Adding a benchmark" says: its package, its stages under
-    stages/toy/, its dvc.yaml stages (its report stage too) and its files in the params check's deps, its params.yaml
+    stages/toy/, its dvc.yaml stages (its report stage too), its params.yaml
     section (its report params too), and its lines in the guide's map."""
     for name, text in TOY_FILES.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
@@ -231,7 +231,7 @@ def assert_only_its_own_files_changed(root: Path, base: str) -> None:
         (lambda root: _append(root / "egoeval/report_page.py", "\n"), "egoeval/report_page.py"),
         (lambda root: _append_dep(root, "report", "egoeval/toy/benchmark.py"), "a shared stage changed"),
         (lambda root: _append_dep(root, "egonormia_report", "metrics/toy.json"), "a shared stage changed"),
-        (lambda root: _append_dep(root, "params", "egoeval/toy"), "the params check's deps"),
+        (lambda root: _append_dep(root, "params", "egoeval/toy"), "a shared stage changed"),
         (lambda root: _append(root / "stages/report.py", "# edited\n"), "stages/report.py"),
         (lambda root: _append(root / "params.yaml", "flows2: {}\n"), "another section changed"),
     ],

@@ -594,6 +594,9 @@ def test_real_pipeline_once_twice_then_scaled_out(
     tmp_path: Path, prefect_env: dict[str, str], prefect_server: None
 ) -> None:
     root = fresh_copy(tmp_path / "repo")
+    # every stage of this repository's pipeline, on a smaller sample: the flow's states are what is tested here (the
+    # sample's numbers are the reproduced workspace's: tests/test_pipeline.py)
+    write_params(root, {"egohumans": {"sample": {"sequences": 1, "frames": 40, "people": 3}}})
     names = [s.name for s in pipeline_stages(root)]
     assert names[0] == "params" and "egohumans_track@botsort-file" in names
     command = [sys.executable, "-m", "flows.nightly", "--once"]

@@ -26,6 +26,12 @@ from egoeval.egonormia.settings import EgoNormiaSettings, InferSettings, ModelSp
 from egoeval.settings import benchmark_settings
 from egoeval.stage_shell import run_stage
 
+
+def infer_stage() -> None:
+    """The egonormia_infer stage's work on this workspace's settings, as its CLI runs it."""
+    write_responses(benchmark_settings("egonormia", EgoNormiaSettings))
+
+
 KEY_ENV = "EGOEVAL_TEST_API_KEY"
 SECRET = "sk-test-infer-secret-42"
 SINGLE = re.compile(r"\nAnswer: ([1-5])$")
@@ -294,11 +300,11 @@ def test_stage_writes_nothing_when_too_much_failed_and_a_rerun_completes(tmp_pat
     with OpenAIServer(policy=KeyedPolicy.from_items(items), per_request=["500", "500"]) as server:
         write_stage_inputs(tmp_path, items, model_spec(server, max_retries=1))
         assert describe() == 0
-        assert run_stage(write_responses, benchmark="egonormia") == 75 and not out.exists()
+        assert run_stage(infer_stage, benchmark="egonormia") == 75 and not out.exists()
         # params.yaml's protocol is official: each action call tried twice, no sensible call after it failed
         assert len(server.requests) == 3 * 3 * 2
         write_stage_inputs_params(tmp_path, model_spec(server, max_retries=3))
-        assert run_stage(write_responses, benchmark="egonormia") == 0
+        assert run_stage(infer_stage, benchmark="egonormia") == 0
     responses = pd.read_parquet(out)
     assert len(responses) == 27 and (responses["error"] == "").all()
     assert (responses["protocol"] == "official").all()

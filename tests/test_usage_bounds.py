@@ -18,8 +18,15 @@ from test_infer import KEY_ENV, describe, make_items, model_spec, write_stage_in
 from egoeval.egonormia import estimate as estimate_command
 from egoeval.egonormia.inference import write_responses
 from egoeval.egonormia.ledger import answer_ledgers
-from egoeval.egonormia.settings import Price
+from egoeval.egonormia.settings import EgoNormiaSettings, Price
+from egoeval.settings import benchmark_settings
 from egoeval.stage_shell import run_stage
+
+
+def infer_stage() -> None:
+    """The egonormia_infer stage's work on this workspace's settings, as its CLI runs it."""
+    write_responses(benchmark_settings("egonormia", EgoNormiaSettings))
+
 
 RESPONSES = Path("data/egonormia/responses.parquet")
 PRICE = {"input": 2.5, "output": 10.0}
@@ -61,7 +68,7 @@ def test_usage_out_of_bounds_from_the_endpoint_and_the_cache_is_dropped_and_said
     with OpenAIServer(policy=OddUsage(KeyedPolicy.from_items(items))) as server:
         write_stage_inputs(tmp_path, items, model_spec(server, price=PRICE))
         assert describe() == 0
-        assert run_stage(write_responses, benchmark="egonormia") == 0
+        assert run_stage(infer_stage, benchmark="egonormia") == 0
         sent = len(server.requests)
     err = capsys.readouterr().err
     assert "Traceback" not in err
@@ -91,7 +98,7 @@ def test_usage_out_of_bounds_from_the_endpoint_and_the_cache_is_dropped_and_said
             meta = json.loads(meta) | {"prompt_tokens": 10**30, "completion_tokens": -1}
             db.execute("UPDATE responses SET meta = ? WHERE key = ?", (json.dumps(meta), key))
     before = RESPONSES.read_bytes()
-    assert run_stage(write_responses, benchmark="egonormia") == 0  # the server is gone: every answer is cached
+    assert run_stage(infer_stage, benchmark="egonormia") == 0  # the server is gone: every answer is cached
     err = capsys.readouterr().err
     assert "Traceback" not in err and f"dropped {2 * len(rows)} usage token counts" in err
     assert "from the response cache" in err

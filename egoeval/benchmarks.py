@@ -21,11 +21,11 @@ from egoeval.registry import Registry
 
 if TYPE_CHECKING:
     import pandas as pd
+    from pydantic import BaseModel
 
     from egoeval.findings import Findings
-    from egoeval.settings import Section
 
-S = TypeVar("S", bound="Section")
+S = TypeVar("S", bound="BaseModel")  # its settings section: an egoeval.settings.Section
 
 
 @dataclass(frozen=True)

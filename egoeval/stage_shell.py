@@ -35,9 +35,6 @@ from egoeval.errors import (
 )
 from egoeval.io.commit import recover_outputs
 
-PARAMS_FILE = Path("params.yaml")
-"""The params file every stage validates first and reads its settings from (``egoeval.settings.load_settings``)."""
-
 KEPT: list[Callable[[], str]] = []
 """What an interrupted run keeps beyond the last good outputs: each returns a phrase, or "" when it kept nothing (the
 response cache registers its answers here)."""
@@ -115,11 +112,9 @@ def _stop(interrupted: Interrupted, started: float) -> None:
     os._exit(128 + interrupted.signum)
 
 
-def run_stage(
-    body: Callable[[], object], params: str | os.PathLike[str] | None = PARAMS_FILE, benchmark: str | None = None
-) -> int:
-    """Validate params.yaml (unless ``params`` is None: a tool mode; only ``benchmark``'s section when given: the
-    params stage checks the whole file first), then run a stage body; map a failure to an exit code and a one-line
+def run_stage(body: Callable[[], object], benchmark: str | None = None, *, check_params: bool = True) -> int:
+    """Validate params.yaml (unless ``check_params`` is False: a tool mode; only ``benchmark``'s section when given:
+    the params stage checks the whole file first), then run a stage body; map a failure to an exit code and a one-line
     message on stderr. SIGINT and SIGTERM stop it at once (see the module docstring)."""
     from egoeval.settings import load_settings
 
@@ -127,8 +122,8 @@ def run_stage(
     try:
         with signals_interrupt():
             recover_outputs()  # a commit a killed run left half done is rolled back before anything reads it
-            if params is not None:
-                load_settings(params, only=benchmark)  # a bad key stops the stage before it does any work
+            if check_params:
+                load_settings(only=benchmark)  # a bad key stops the stage before it does any work
             result = body()
     except Interrupted as interrupted:
         _stop(interrupted, started)

@@ -13,7 +13,7 @@ from egoeval.stage_shell import run_stage
 
 def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(description=__doc__).parse_args(argv)
-    return run_stage(write_page, params=None)  # it reads no params: each fragment's stage declared its own
+    return run_stage(write_page, check_params=False)  # it reads no params: each fragment's stage declared its own
 
 
 if __name__ == "__main__":

@@ -137,3 +137,67 @@ def test_the_structure_checks_find_what_they_look_for(tmp_path: Path) -> None:
     )
     assert exception_classes_outside_errors(tmp_path) == ["egoeval/thing.py:5 Oops", "egoeval/thing.py:9 Twin"]
     assert private_imports(tmp_path) == ["egoeval/thing.py:1 _hidden"]
+
+
+# ---------------------------------------------------------------- no import circles
+
+
+def import_graph(root: Path) -> dict[str, set[str]]:
+    """Module -> the project modules it imports anywhere in its file (top level, inside functions, under
+    TYPE_CHECKING): every arrow a reader of the code sees."""
+    modules = {
+        ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(".__init__"): path
+        for folder in ("egoeval", "flows")
+        for path in sorted((root / folder).rglob("*.py"))
+    }
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            found = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            targets |= {target for target in found if target in modules and target != name}
+        graph[name] = targets
+    return graph
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                circles.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return circles
+
+
+def test_no_modules_import_each_other_in_a_circle() -> None:
+    assert import_circles(import_graph(REPO)) == []
+
+
+def test_the_circle_check_finds_a_circle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert import_circles(graph) == [["a", "b", "c"]]

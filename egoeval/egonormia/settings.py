@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, create_model, model_validator
 from pydantic_core import PydanticUndefined
@@ -14,11 +14,9 @@ from egoeval.headline import file_stem, stem_clashes
 from egoeval.registry import Registry
 from egoeval.settings import BootstrapSettings, Fraction, NonEmptyStr, Section, Seed, registered, unique_list
 
-if TYPE_CHECKING:
-    from egoeval.egonormia.protocols import Protocol
-
 Setting = Literal["blind", "pipeline", "video"]
-PROTOCOLS: Registry[Protocol] = Registry.modules("protocol", "egoeval.egonormia.protocols", "PROTOCOL")
+# each an egoeval.egonormia.protocols.Protocol (not imported here: the protocols import these settings)
+PROTOCOLS: Registry[Any] = Registry.modules("protocol", "egoeval.egonormia.protocols", "PROTOCOL")
 """EgoNormia's protocols: one module each under ``egoeval/egonormia/protocols/`` (its ``PROTOCOL``, named as the
 module), found without importing them; ``egonormia.protocol`` allows exactly these names. Declared here, beside the
 setting that names one: the protocols' package imports the model client, which reading the settings must not."""

@@ -21,10 +21,13 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from egoeval.errors import ParamsError
 from egoeval.registry import Registry
-from egoeval.stage_shell import PARAMS_FILE
 
 if TYPE_CHECKING:
     from egoeval.benchmarks import Benchmark
+
+
+PARAMS_FILE = Path("params.yaml")
+"""The params file every stage validates first and reads its settings from (``load_settings``)."""
 
 
 def _fraction(value: float) -> float:

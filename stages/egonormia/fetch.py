@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--media", type=Path, help="with --write-manifest: the media folder (default FOLDER)")
     args = parser.parse_args(argv)
     if args.write_manifest is not None:  # a tool mode: params.yaml is not read
-        return run_stage(lambda: pin_folder(args.write_manifest, args.manifest, args.media), params=None)
+        return run_stage(lambda: pin_folder(args.write_manifest, args.manifest, args.media), check_params=False)
     return run_stage(
         lambda: write_fetched(benchmark_settings("egonormia", EgoNormiaSettings).fetch), benchmark="egonormia"
     )

@@ -156,6 +156,15 @@ def copy_repo(destination: Path) -> Path:
     return destination
 
 
+def infer_stage() -> None:
+    """The egonormia_infer stage's work on this workspace's settings, as its CLI runs it."""
+    from egoeval.egonormia.inference import write_responses
+    from egoeval.egonormia.settings import EgoNormiaSettings
+    from egoeval.settings import benchmark_settings
+
+    write_responses(benchmark_settings("egonormia", EgoNormiaSettings))
+
+
 def write_params(root: Path, changes: dict[str, Any] | None = None) -> dict[str, Any]:
     """``root/params.yaml``: this repository's params with ``changes`` merged in (nested dicts merge key by key)."""
 

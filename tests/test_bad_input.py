@@ -14,26 +14,19 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import EGOEVAL, TEST_DATA, write_params
+from conftest import EGOEVAL, TEST_DATA, infer_stage, write_params
 from PIL import Image
 
 from egoeval.egohumans.formats import read_det_txt, read_tracking_annotation
 from egoeval.egonormia.artifacts import read_items
-from egoeval.egonormia.inference import run_inference, write_responses
+from egoeval.egonormia.inference import run_inference
 from egoeval.egonormia.predictions import parse_responses
 from egoeval.egonormia.protocols import registry
 from egoeval.egonormia.schema import read_official_json
-from egoeval.egonormia.settings import EgoNormiaSettings, InferSettings, ModelSpec
+from egoeval.egonormia.settings import InferSettings, ModelSpec
 from egoeval.errors import InputError
-from egoeval.settings import benchmark_settings
 from egoeval.stage_shell import command_env, run_stage
 from egoeval.tracking.mot import read_mot
-
-
-def infer_stage() -> None:
-    """The egonormia_infer stage's work on this workspace's settings, as its CLI runs it."""
-    write_responses(benchmark_settings("egonormia", EgoNormiaSettings))
-
 
 pytestmark = pytest.mark.bad_input
 CHANCE = [ModelSpec(backend="random", name="chance")]

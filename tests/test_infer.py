@@ -12,25 +12,19 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import write_params
+from conftest import infer_stage, write_params
 from openai_server import KeyedPolicy, OpenAIServer
 from PIL import Image
 
 from egoeval.egonormia.answers import NONE_OF_THE_ABOVE, displayed_options
 from egoeval.egonormia.artifacts import RESPONSE_COLUMNS
 from egoeval.egonormia.descriptions import from_dataset, write_descriptions
-from egoeval.egonormia.inference import check_failures, run_inference, write_responses
+from egoeval.egonormia.inference import check_failures, run_inference
 from egoeval.egonormia.protocols import Protocol, registry
 from egoeval.egonormia.protocols.egoeval import permutation
 from egoeval.egonormia.settings import EgoNormiaSettings, InferSettings, ModelSpec
 from egoeval.settings import benchmark_settings
 from egoeval.stage_shell import run_stage
-
-
-def infer_stage() -> None:
-    """The egonormia_infer stage's work on this workspace's settings, as its CLI runs it."""
-    write_responses(benchmark_settings("egonormia", EgoNormiaSettings))
-
 
 KEY_ENV = "EGOEVAL_TEST_API_KEY"
 SECRET = "sk-test-infer-secret-42"

@@ -12,21 +12,14 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from conftest import infer_stage
 from openai_server import KeyedPolicy, OpenAIServer, Served
 from test_infer import KEY_ENV, describe, make_items, model_spec, write_stage_inputs
 
 from egoeval.egonormia import estimate as estimate_command
-from egoeval.egonormia.inference import write_responses
 from egoeval.egonormia.ledger import answer_ledgers
-from egoeval.egonormia.settings import EgoNormiaSettings, Price
-from egoeval.settings import benchmark_settings
+from egoeval.egonormia.settings import Price
 from egoeval.stage_shell import run_stage
-
-
-def infer_stage() -> None:
-    """The egonormia_infer stage's work on this workspace's settings, as its CLI runs it."""
-    write_responses(benchmark_settings("egonormia", EgoNormiaSettings))
-
 
 RESPONSES = Path("data/egonormia/responses.parquet")
 PRICE = {"input": 2.5, "output": 10.0}

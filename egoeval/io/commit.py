@@ -19,14 +19,9 @@ import shutil
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from egoeval.errors import InputError
 from egoeval.io.dvc_lock import lock_paths
-
-if TYPE_CHECKING:
-    pass
-
 
 _MARK = ".egoeval-"
 

@@ -7,15 +7,11 @@ import os
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from egoeval.errors import InputError
 from egoeval.io.atomic import atomic_write_text
 from egoeval.io.bounded import read_bounded, read_text
 from egoeval.io.paths import inside, relative_path_problem
-
-if TYPE_CHECKING:
-    pass
 
 
 def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:

@@ -5,12 +5,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
 
 from egoeval.errors import InputError
-
-if TYPE_CHECKING:
-    pass
 
 
 def relative_path_problem(name: object) -> str | None:

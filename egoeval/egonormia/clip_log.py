@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from egoeval.backends import ChatRequest
+    from egoeval.egonormia.artifacts import FrameStore
     from egoeval.egonormia.settings import EgoNormiaSettings, ModelSpec
 
 MAX_SHOWN_CHARS = 20_000  # one string of a log (a prompt, a reply, an error): the rest is cut, and said so
@@ -47,7 +48,8 @@ class Sources:
     responses: pd.DataFrame
     predictions: pd.DataFrame
     frames_index: pd.DataFrame
-    descriptions: pd.DataFrame
+    frames: FrameStore
+    descriptions: dict[str, tuple[str, str]]  # clip -> (its scene description, why there is none)
     models: dict[str, ModelSpec]
     seed: int
     secrets: tuple[str, ...]
@@ -77,6 +79,7 @@ def load_sources(settings: EgoNormiaSettings, root: Path = Path(".")) -> Sources
         PREDICTIONS,
         RESPONSE_COLUMNS,
         RESPONSES,
+        FrameStore,
         read_items,
         read_table,
         require_columns,
@@ -92,13 +95,16 @@ def load_sources(settings: EgoNormiaSettings, root: Path = Path(".")) -> Sources
     require_columns(items, ("correct_idx", "sensible_idx"), ITEMS)
     models = {model.name: model for model in (settings.model, *settings.baselines)}
     secrets = {os.environ.get(model.api_key_env or "", "") for model in models.values()}
+    frames_index = read_table(root / index, ["id", "image", "error"])
+    descriptions = read_table(root / DESCRIPTIONS, ["id", "description", "error"])
     return Sources(
         root,
         items,
         read_parquet(root / RESPONSES, RESPONSE_COLUMNS),
         read_parquet(root / PREDICTIONS, PREDICTION_COLUMNS),
-        read_table(root / index, ["id", "image", "error"]),
-        read_table(root / DESCRIPTIONS, ["id", "description", "error"]),
+        frames_index,
+        FrameStore(frames_index, root / FRAMES),
+        {str(row.id): (row.description or "", row.error) for row in descriptions.itertuples(index=False)},
         models,
         settings.infer.seed,
         tuple(sorted(secret for secret in secrets if secret)),
@@ -166,7 +172,7 @@ def _count(value: Any) -> int | None:
 def _rebuilt(sources: Sources, clip: Any, setting: str, model: str, recorded: pd.DataFrame) -> tuple[dict, str]:
     """(subtask -> (the rebuilt request key, the request or None)), and why nothing was rebuilt ("" when it was)."""
     from egoeval.backends import make_backend
-    from egoeval.egonormia.artifacts import FRAMES, RESPONSES, FrameStore
+    from egoeval.egonormia.artifacts import RESPONSES
     from egoeval.egonormia.inference import Runner
     from egoeval.egonormia.protocols import Clip, Conversation
     from egoeval.egonormia.protocols import recorded as recorded_protocol
@@ -183,9 +189,7 @@ def _rebuilt(sources: Sources, clip: Any, setting: str, model: str, recorded: pd
         replay = _Replay(backend.cache_name, backend.model, recorded)
     finally:
         backend.close()
-    texts = {row.id: (row.description or "", row.error) for row in sources.descriptions.itertuples(index=False)}
-    frames = FrameStore(sources.frames_index, sources.root / FRAMES)
-    runner = Runner(spec, None, frames, texts, sources.seed, protocol)
+    runner = Runner(spec, None, sources.frames, sources.descriptions, sources.seed, protocol)
     asked = Clip(str(clip.id), tuple(clip.behaviors), tuple(clip.justifications))
     rebuilt: dict[str, tuple[str, ChatRequest | None]] = {}
     why = ""
@@ -305,6 +309,7 @@ def clip_log(sources: Sources, clip_id: str, model: str | None = None, setting: 
                 "request_key": key,
                 "sent_as_rebuilt": (rebuilt_key == key) if key and rebuilt_key else None,
                 "decoding": None,
+                "namespace": None,
                 "messages": None,
                 "reply": None if row.error else sources.shown(row.response),
                 "error": sources.shown(row.error),
@@ -319,6 +324,7 @@ def clip_log(sources: Sources, clip_id: str, model: str | None = None, setting: 
                     "max_tokens": decoding.max_tokens,
                     "seed": decoding.seed,
                 }
+                call["namespace"] = request.namespace  # the request key's conventions (its "protocol" field)
                 call["messages"] = _messages(sources, request, clip_id)
             run["calls"].append(call)
         log["runs"].append(run)
@@ -368,8 +374,8 @@ def format_text(log: dict[str, Any]) -> str:
     lines.append("options, stored order (gold: * action and justification, + sensible):")
     for option in log["options"]:
         mark = ("*" if option["gold_action"] else " ") + ("+" if option["sensible"] else " ")
-        lines.append(f"  {option['letter']} {mark} {_plain(option['behavior'])}")
-        lines.append(f"        because: {_plain(option['justification'])}")
+        lines.append(f"  {option['letter']} {mark} {_plain(option['behavior']) or '(empty)'}")
+        lines.append(f"        because: {_plain(option['justification']) or '(empty)'}")
     gold = log["gold"]
     lines.append(
         f"gold: action {gold['action']}, justification {gold['justification']}, sensible {', '.join(gold['sensible'])}"
@@ -468,8 +474,8 @@ def format_html(log: dict[str, Any], report: str = "../index.html") -> str:
         [
             [
                 f"<b>{option['letter']}</b>",
-                esc(option["behavior"]),
-                esc(option["justification"]),
+                esc(option["behavior"]) or "<i>(empty)</i>",
+                esc(option["justification"]) or "<i>(empty)</i>",
                 ("action &amp; justification" if option["gold_action"] else "")
                 + (" · sensible" if option["sensible"] else ""),
             ]

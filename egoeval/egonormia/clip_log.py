@@ -28,8 +28,6 @@ from typing import TYPE_CHECKING, Any
 from egoeval.stage_shell import help_text
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from egoeval.backends import ChatRequest
     from egoeval.egonormia.artifacts import FrameStore
     from egoeval.egonormia.settings import EgoNormiaSettings, ModelSpec
@@ -44,10 +42,11 @@ class Sources:
     """Everything a clip's log is read from, loaded once (``load_sources``)."""
 
     root: Path
-    items: pd.DataFrame
-    responses: pd.DataFrame
-    predictions: pd.DataFrame
-    frames_index: pd.DataFrame
+    items: dict[str, Any]  # clip -> its items row, in the table's order
+    replies: dict[str, list[Any]]  # clip -> its responses rows
+    parsed: dict[str, list[Any]]  # clip -> its predictions rows
+    names: dict[str, list[str]]  # "model", "setting" -> every name the responses and predictions hold
+    frame_files: dict[str, str]  # clip -> its frames image's file name (the frames index)
     frames: FrameStore
     descriptions: dict[str, tuple[str, str]]  # clip -> (its scene description, why there is none)
     models: dict[str, ModelSpec]
@@ -97,12 +96,22 @@ def load_sources(settings: EgoNormiaSettings, root: Path = Path(".")) -> Sources
     secrets = {os.environ.get(model.api_key_env or "", "") for model in models.values()}
     frames_index = read_table(root / index, ["id", "image", "error"])
     descriptions = read_table(root / DESCRIPTIONS, ["id", "description", "error"])
+    tables = (read_parquet(root / RESPONSES, RESPONSE_COLUMNS), read_parquet(root / PREDICTIONS, PREDICTION_COLUMNS))
+    replies: dict[str, list[Any]] = {}
+    parsed: dict[str, list[Any]] = {}
+    for table, by_clip in zip(tables, (replies, parsed), strict=True):
+        for row in table.itertuples(index=False):
+            by_clip.setdefault(str(row.id), []).append(row)
     return Sources(
         root,
-        items,
-        read_parquet(root / RESPONSES, RESPONSE_COLUMNS),
-        read_parquet(root / PREDICTIONS, PREDICTION_COLUMNS),
-        frames_index,
+        {str(row.id): row for row in items.itertuples(index=False)},
+        replies,
+        parsed,
+        {
+            name: sorted(set(tables[0][name].astype(str)) | set(tables[1][name].astype(str)))
+            for name in ("model", "setting")
+        },
+        {str(row.id): str(row.image) for row in frames_index.itertuples(index=False) if row.image},
         FrameStore(frames_index, root / FRAMES),
         {str(row.id): (row.description or "", row.error) for row in descriptions.itertuples(index=False)},
         models,
@@ -142,10 +151,10 @@ class _Replay:
     """The recorded replies of one clip, setting and model, answering the protocol's requests by request key; keeps
     every request it was asked."""
 
-    def __init__(self, cache_name: str, model: str, recorded: pd.DataFrame) -> None:
+    def __init__(self, cache_name: str, model: str, recorded: Sequence[Any]) -> None:
         self.cache_name = cache_name
         self.model = model
-        self.recorded = {str(row.request_key): row for row in recorded.itertuples(index=False) if row.request_key}
+        self.recorded = {str(row.request_key): row for row in recorded if row.request_key}
         self.requests: dict[str, ChatRequest] = {}
 
     def ask(self, request: ChatRequest) -> Any:
@@ -169,7 +178,7 @@ def _count(value: Any) -> int | None:
     return None if value is None or pd.isna(value) else int(value)
 
 
-def _rebuilt(sources: Sources, clip: Any, setting: str, model: str, recorded: pd.DataFrame) -> tuple[dict, str]:
+def _rebuilt(sources: Sources, clip: Any, setting: str, model: str, recorded: Sequence[Any]) -> tuple[dict, str]:
     """(subtask -> (the rebuilt request key, the request or None)), and why nothing was rebuilt ("" when it was)."""
     from egoeval.backends import make_backend
     from egoeval.egonormia.artifacts import RESPONSES
@@ -183,7 +192,7 @@ def _rebuilt(sources: Sources, clip: Any, setting: str, model: str, recorded: pd
             f"model {model!r} is not in params.yaml (egonormia.model, egonormia.baselines): its requests cannot be "
             "rebuilt"
         )
-    protocol = recorded_protocol(recorded["protocol"].iloc[0], RESPONSES)
+    protocol = recorded_protocol(recorded[0].protocol, RESPONSES)
     backend = make_backend(spec)
     try:
         replay = _Replay(backend.cache_name, backend.model, recorded)
@@ -208,12 +217,12 @@ def _messages(sources: Sources, request: ChatRequest, clip_id: str) -> list[dict
     from egoeval.backends import ImagePart
     from egoeval.egonormia.artifacts import FRAMES
 
-    strip = sources.frames_index[sources.frames_index["id"].astype(str) == clip_id]
-    files: dict[str, str] = {}
-    for image in strip["image"]:
-        path = sources.root / FRAMES / str(image)
-        if image and path.is_file():
-            files[hashlib.sha256(path.read_bytes()).hexdigest()] = str(FRAMES / str(image))
+    files: dict[str, str] = {}  # sha256 -> the file: the clip's frames image, whose bytes the request carries
+    image = sources.frame_files.get(clip_id)
+    if image and any(isinstance(part, ImagePart) for message in request.messages for part in message.content):
+        path = sources.root / FRAMES / image
+        if path.is_file():
+            files[hashlib.sha256(path.read_bytes()).hexdigest()] = str(FRAMES / image)
     shown = []
     for message in request.messages:
         parts = []
@@ -236,8 +245,8 @@ def clip_log(sources: Sources, clip_id: str, model: str | None = None, setting: 
     from egoeval.egonormia.artifacts import ITEMS, RESPONSES, SUBTASKS
     from egoeval.errors import InputError
 
-    ids = sources.items["id"].astype(str)
-    if clip_id not in set(ids):
+    ids = sources.items
+    if clip_id not in ids:
         close = difflib.get_close_matches(clip_id, list(ids), n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise InputError(
@@ -246,10 +255,10 @@ def clip_log(sources: Sources, clip_id: str, model: str | None = None, setting: 
             "egoeval show --list)",
         )
     for name, value in (("model", model), ("setting", setting)):
-        known = sorted(set(sources.responses[name].astype(str)) | set(sources.predictions[name].astype(str)))
+        known = sources.names[name]
         if value is not None and value not in known:
             raise InputError(RESPONSES, f"no {name} {sources.shown(value)!r} in the data (known: {', '.join(known)})")
-    item = next(row for row in sources.items.itertuples(index=False) if str(row.id) == clip_id)
+    item = sources.items[clip_id]
     correct = int(item.correct_idx)
     sensible_gold = {int(i) for i in item.sensible_idx}
     taxonomy = getattr(item, "taxonomy", None)
@@ -275,32 +284,27 @@ def clip_log(sources: Sources, clip_id: str, model: str | None = None, setting: 
         },
         "runs": [],
     }
-    replies = sources.responses[sources.responses["id"].astype(str) == clip_id]
-    parsed = sources.predictions[sources.predictions["id"].astype(str) == clip_id]
-    pairs = sorted(
-        set(zip(replies["setting"].astype(str), replies["model"].astype(str), strict=True))
-        | set(zip(parsed["setting"].astype(str), parsed["model"].astype(str), strict=True))
-    )
+    replies = sources.replies.get(clip_id, [])
+    parsed = sources.parsed.get(clip_id, [])
+    pairs = sorted({(str(row.setting), str(row.model)) for row in [*replies, *parsed]})
     for pair_setting, pair_model in pairs:
         if (setting is not None and pair_setting != setting) or (model is not None and pair_model != model):
             continue
-        recorded = replies[(replies["setting"] == pair_setting) & (replies["model"] == pair_model)]
-        prediction = parsed[(parsed["setting"] == pair_setting) & (parsed["model"] == pair_model)]
+        recorded = [row for row in replies if (str(row.setting), str(row.model)) == (pair_setting, pair_model)]
+        prediction = [row for row in parsed if (str(row.setting), str(row.model)) == (pair_setting, pair_model)]
         run: dict[str, Any] = {
             "setting": sources.shown(pair_setting),
             "model": sources.shown(pair_model),
-            "backend": sources.shown(recorded["backend"].iloc[0]) if len(recorded) else None,
-            "protocol": sources.shown(recorded["protocol"].iloc[0]) if len(recorded) else None,
-            "parsed": _parsed(next(prediction.itertuples(index=False)), correct, sensible_gold)
-            if len(prediction)
-            else None,
+            "backend": sources.shown(recorded[0].backend) if recorded else None,
+            "protocol": sources.shown(recorded[0].protocol) if recorded else None,
+            "parsed": _parsed(prediction[0], correct, sensible_gold) if prediction else None,
             "note": "",
             "calls": [],
         }
-        rebuilt, why = _rebuilt(sources, item, pair_setting, pair_model, recorded) if len(recorded) else ({}, "")
+        rebuilt, why = _rebuilt(sources, item, pair_setting, pair_model, recorded) if recorded else ({}, "")
         run["note"] = sources.shown(why)
         order = {subtask: k for k, subtask in enumerate(SUBTASKS)}
-        for row in sorted(recorded.itertuples(index=False), key=lambda r: order.get(str(r.subtask), len(order))):
+        for row in sorted(recorded, key=lambda r: order.get(str(r.subtask), len(order))):
             key = str(row.request_key)
             rebuilt_key, request = rebuilt.get(str(row.subtask), ("", None))
             call: dict[str, Any] = {
@@ -573,7 +577,7 @@ def write_clip_logs(settings: EgoNormiaSettings, root: Path = Path(".")) -> None
     sources = load_sources(settings, root)
     logs = []
     with replaced_dir(root / CLIP_LOGS) as folder:
-        for clip_id in sources.items["id"].astype(str):
+        for clip_id in sources.items:
             log = clip_log(sources, clip_id)
             name = clip_log_name(clip_id)
             (folder / name).write_text(format_html(log), encoding="utf-8")
@@ -604,7 +608,7 @@ def main(argv: list[str] | None = None) -> int:
 
         sources = load_sources(benchmark_settings("egonormia", EgoNormiaSettings))
         if args.list:
-            print("\n".join(_plain(sources.shown(clip)) for clip in sources.items["id"].astype(str)))
+            print("\n".join(_plain(sources.shown(clip)) for clip in sources.items))
             return
         log = clip_log(sources, args.clip, args.model, args.setting)
         print(json_bytes(log).decode() if args.json else format_text(log))

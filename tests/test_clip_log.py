@@ -263,3 +263,37 @@ def test_the_user_guide_documents_show_and_its_commands_run(reproduced: Path) ->
             json.loads(run.stdout)
     first = subprocess.run(commands[0], shell=True, cwd=reproduced, env=tool_env(), capture_output=True, text=True)
     assert all(line.rstrip() in first.stdout for line in shown if line.strip() and not line.startswith("...")), shown
+
+
+@pytest.mark.slow
+@pytest.mark.bad_input
+def test_a_log_says_when_the_params_or_inputs_changed_since_the_calls(reproduced: Path, tmp_path: Path) -> None:
+    root = Path(shutil.copytree(reproduced, tmp_path / "ws", symlinks=True))
+    clip = pd.read_parquet(root / ITEMS)["id"].iloc[0]
+    descriptions = pd.read_parquet(root / "data/egonormia/descriptions.parquet")
+    descriptions.loc[descriptions["id"] == clip, "description"] = "Another scene than the one the models were told."
+    descriptions.to_parquet(root / "data/egonormia/descriptions.parquet", index=False)
+    write_params(root, {"egonormia": {"baselines": []}})  # the minilm baseline's entry is gone
+    run = show(root, clip, "--json")
+    assert run.returncode == 0, run.stderr
+    runs = {(r["setting"], r["model"]): r for r in json.loads(run.stdout)["runs"]}
+    changed = runs[("pipeline", "chance")]["calls"]
+    rebuilt = {c["subtask"]: c["sent_as_rebuilt"] for c in changed}
+    # the official justification prompt carries no description (the official code leaves {desc} unfilled there)
+    assert rebuilt["action"] is rebuilt["sensible"] is False and rebuilt["justification"] in (True, None)
+    assert "Another scene" in changed[0]["messages"][0]["content"][0]["text"]  # shown as it would be sent now
+    assert all(c["sent_as_rebuilt"] is True for c in runs[("blind", "chance")]["calls"])
+    gone = runs[("blind", "all-MiniLM-L6-v2")]
+    assert "is not in params.yaml" in gone["note"] and all(c["messages"] is None for c in gone["calls"])
+    assert all(c["reply"] for c in gone["calls"])  # its replies are still shown
+    text = show(root, clip, "--setting", "pipeline", "--model", "chance").stdout
+    assert "differs from the one recorded" in text
+
+    # the stage fails on a missing input, naming it, and leaves the last pages as they were
+    before = {p.name: p.read_bytes() for p in (root / CLIP_LOGS).iterdir()}
+    (root / RESPONSES).unlink()
+    stage = subprocess.run(
+        [sys.executable, "-m", "stages.egonormia.clip_logs"], cwd=root, env=tool_env(), capture_output=True, text=True
+    )
+    assert stage.returncode == 2 and str(RESPONSES) in stage.stderr and "Traceback" not in stage.stderr
+    assert {p.name: p.read_bytes() for p in (root / CLIP_LOGS).iterdir()} == before

@@ -480,8 +480,14 @@ def format_html(log: dict[str, Any], report: str = "../index.html") -> str:
                 f"<b>{option['letter']}</b>",
                 esc(option["behavior"]) or "<i>(empty)</i>",
                 esc(option["justification"]) or "<i>(empty)</i>",
-                ("action &amp; justification" if option["gold_action"] else "")
-                + (" · sensible" if option["sensible"] else ""),
+                " · ".join(
+                    name
+                    for name, gold in (
+                        ("action &amp; justification", option["gold_action"]),
+                        ("sensible", option["sensible"]),
+                    )
+                    if gold
+                ),
             ]
             for option in log["options"]
         ],
@@ -497,7 +503,9 @@ def format_html(log: dict[str, Any], report: str = "../index.html") -> str:
     ]
     if not log["runs"]:
         body.append("<p>No replies recorded for this clip.</p>")
-    for run in log["runs"]:
+    links = [f'<a href="#run-{k}">{esc(run["setting"])} · {esc(run["model"])}</a>' for k, run in enumerate(log["runs"])]
+    body.append(f"<p>{' | '.join(links)}</p>" if links else "")
+    for k, run in enumerate(log["runs"]):
         head = f"{esc(run['setting'])} · {esc(run['model'])}"
         if run["backend"]:
             head += f' <span class="note">({esc(run["backend"])}, protocol {esc(run["protocol"])})</span>'
@@ -545,7 +553,7 @@ def format_html(log: dict[str, Any], report: str = "../index.html") -> str:
                 part.append(
                     f"<p><b>reply</b> <span class=note>{esc('; '.join(meta))}</span></p><pre>{esc(call['reply'])}</pre>"
                 )
-        body.append(f'<section class="run">{"".join(part)}</section>')
+        body.append(f'<section class="run" id="run-{k}">{"".join(part)}</section>')
     return _page(f"EgoNormia clip {log['clip']}", "".join(body))
 
 

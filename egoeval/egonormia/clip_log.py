@@ -148,14 +148,22 @@ def _parsed(row: Any, correct: int, sensible_gold: set[int]) -> dict[str, Any]:
 
 
 class _Replay:
-    """The recorded replies of one clip, setting and model, answering the protocol's requests by request key; keeps
-    every request it was asked."""
+    """The recorded replies of one clip, setting and model, answering the protocol's requests: by request key, else
+    (the params or inputs changed since) with the reply recorded for the call made in that place of the conversation,
+    so that the calls after it are rebuilt too. Keeps every request it was asked."""
 
     def __init__(self, cache_name: str, model: str, recorded: Sequence[Any]) -> None:
         self.cache_name = cache_name
         self.model = model
         self.recorded = {str(row.request_key): row for row in recorded if row.request_key}
+        self.by_subtask = {str(row.subtask): row for row in recorded}
+        self.pending: list[Any] = []  # the conversation's recorded calls, in the order they were made
         self.requests: dict[str, ChatRequest] = {}
+
+    def start(self, subtasks: Sequence[str]) -> None:
+        """A conversation of these subtasks begins."""
+        rows = [self.by_subtask.get(subtask) for subtask in subtasks]
+        self.pending = [row for row in rows if row is not None and row.request_key]
 
     def ask(self, request: ChatRequest) -> Any:
         from egoeval.backends import request_key
@@ -164,6 +172,9 @@ class _Replay:
         key = request_key(self.cache_name, self.model, request)
         self.requests[key] = request
         row = self.recorded.get(key)
+        if row is None and self.pending:
+            row = self.pending[0]
+        self.pending = [pending for pending in self.pending if pending is not row]
         if row is None:
             return Completion(None, "no recorded reply for this request", key)
         if row.error:
@@ -202,7 +213,8 @@ def _rebuilt(sources: Sources, clip: Any, setting: str, model: str, recorded: Se
     asked = Clip(str(clip.id), tuple(clip.behaviors), tuple(clip.justifications))
     rebuilt: dict[str, tuple[str, ChatRequest | None]] = {}
     why = ""
-    for kind in protocol.conversations:
+    for kind, subtasks in protocol.conversations.items():
+        replay.start(subtasks)
         for row in runner.run(Conversation(asked, setting, kind), replay.ask):
             rebuilt[row["subtask"]] = (row["request_key"], replay.requests.get(row["request_key"]))
             if not row["request_key"] and row["error"] and not why and not str(row["error"]).startswith("not sent"):

@@ -192,7 +192,7 @@ def _count(value: Any) -> int | None:
 def _rebuilt(sources: Sources, clip: Any, setting: str, model: str, recorded: Sequence[Any]) -> tuple[dict, str]:
     """(subtask -> (the rebuilt request key, the request or None)), and why nothing was rebuilt ("" when it was)."""
     from egoeval.backends import make_backend
-    from egoeval.egonormia.artifacts import RESPONSES
+    from egoeval.egonormia.artifacts import NOT_SENT, RESPONSES
     from egoeval.egonormia.inference import Runner
     from egoeval.egonormia.protocols import Clip, Conversation
     from egoeval.egonormia.protocols import recorded as recorded_protocol
@@ -217,7 +217,7 @@ def _rebuilt(sources: Sources, clip: Any, setting: str, model: str, recorded: Se
         replay.start(subtasks)
         for row in runner.run(Conversation(asked, setting, kind), replay.ask):
             rebuilt[row["subtask"]] = (row["request_key"], replay.requests.get(row["request_key"]))
-            if not row["request_key"] and row["error"] and not why and not str(row["error"]).startswith("not sent"):
+            if not row["request_key"] and row["error"] and not why and not str(row["error"]).startswith(NOT_SENT):
                 why = str(row["error"])
     return rebuilt, why
 

@@ -70,12 +70,14 @@ number in it depends on what the cache held and on the endpoint's timing, so it 
 
 
 class Runner:
-    """Sends one model's conversations under a protocol; turns each answer (or failure) into output rows."""
+    """Sends one model's conversations under a protocol; turns each answer (or failure) into output rows.
+
+    Without a ``client`` every ``run`` takes its ``ask`` (``egoeval show`` replays the recorded replies so)."""
 
     def __init__(
         self,
         model: ModelSpec,
-        client: ModelClient,
+        client: ModelClient | None,
         frames: FrameStore,
         descriptions: dict[str, tuple[str, str]],
         seed: int,
@@ -128,7 +130,11 @@ class Runner:
             subtasks = self.protocol.conversations[conversation.kind]
             answers = [Answer(s, self.protocol.permutation(self.seed, clip.id, s), failed) for s in subtasks]
         else:
-            answers = self.protocol.converse(conversation, scene, self.model, self.seed, ask or self.client.complete)
+            if ask is None:
+                if self.client is None:
+                    raise ValueError("a runner without a client needs an ask")
+                ask = self.client.complete
+            answers = self.protocol.converse(conversation, scene, self.model, self.seed, ask)
         return [self._row(conversation, answer) for answer in answers]
 
 

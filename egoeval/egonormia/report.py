@@ -6,7 +6,8 @@
 - action accuracy per norm category (plots/egonormia/categories.csv);
 - what the answers cost per setting and model (each metrics entry's ledger: calls, usage tokens, cost);
 - a browsable set of clips (``egonormia.report.clips``, those most models get wrong first) with the frames image,
-  the options, the gold answers and each model's replies and parsed choices.
+  the options, the gold answers and each model's replies and parsed choices, each linked to its full log (the
+  messages sent: reports/clips/, the egonormia_clip_logs stage), and a link to every clip's log.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from egoeval.benchmarks import ReportPart, ReportSection
 from egoeval.charts import grouped_bars, interval_chart
 from egoeval.egonormia.artifacts import (
     CATEGORIES_FILE,
+    CLIP_LOGS,
     FRAMES,
     ITEMS,
     METRICS_FILE,
@@ -30,6 +32,7 @@ from egoeval.egonormia.artifacts import (
     RESPONSES,
     SETTINGS,
     FrameStore,
+    clip_log_name,
     read_items,
     read_table,
     require_columns,
@@ -301,7 +304,10 @@ def clip_card(
         f'<article class="clip" id="clip-{index}" data-wrong="{wrong}" data-search="{esc(clip.lower())} '
         f'{esc(category.lower())}"><h3>{esc(clip)} <span class="tag">{esc(category)}</span>'
         f"{' <span class=tag>verified</span>' if bool(getattr(item, 'verified', False)) else ''}"
-        f' <span class="tag wrong">{wrong} of {len(mine)} wrong</span></h3>{image}'
+        f' <span class="tag wrong">{wrong} of {len(mine)} wrong</span></h3>'
+        f'<p><a class="log" href="{esc(log_link(clip))}">the full log: messages sent, raw replies, '
+        "parsed answers</a></p>"
+        f"{image}"
         + (
             f"<details><summary>scene description (pipeline setting)</summary><p>{esc(description)}</p></details>"
             if description
@@ -312,6 +318,11 @@ def clip_card(
         + "</article>"
     )
     return card, wrong
+
+
+def log_link(clip: str) -> str:
+    """The link from the page (reports/index.html) to a clip's log (the egonormia_clip_logs stage's page)."""
+    return f"{CLIP_LOGS.name}/{clip_log_name(clip)}"
 
 
 def clips_section(root: Path, count: int) -> str:
@@ -326,7 +337,9 @@ def clips_section(root: Path, count: int) -> str:
         '<section id="egonormia-clips"><h2>EgoNormia clips</h2>'
         f"<p>{len(chosen)} of {len(items)} clips, those the most models get wrong first. Options are lettered in the "
         f"dataset's order (A–E); {option_order_note(responses)} "
-        '<span class="ok">green</span>: right, <span class="bad">red</span>: wrong.</p>'
+        '<span class="ok">green</span>: right, <span class="bad">red</span>: wrong. '
+        f"Every clip's log (the messages sent, raw replies, parsed answers, gold): <a href=\"{esc(CLIP_LOGS.name)}/"
+        'index.html">all clips</a>, or <code>egoeval show CLIP</code>.</p>'
         '<div class="controls"><input id="clip-filter" type="search" placeholder="filter by id or category">'
         '<label><input id="clip-wrong" type="checkbox"> only clips some model gets wrong</label> '
         '<span id="clip-count"></span></div>'

@@ -200,7 +200,7 @@ def _rebuilt(sources: Sources, clip: Any, setting: str, model: str, recorded: Se
     spec = sources.models.get(model)
     if spec is None:
         return {}, (
-            f"model {model!r} is not in params.yaml (egonormia.model, egonormia.baselines): its requests cannot be "
+            f"model {model!r} is not in the params (egonormia.model, egonormia.baselines): its requests cannot be "
             "rebuilt"
         )
     protocol = recorded_protocol(recorded[0].protocol, RESPONSES)

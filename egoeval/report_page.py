@@ -16,6 +16,7 @@ reproducible).
 from __future__ import annotations
 
 import argparse
+import html
 import subprocess
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -28,7 +29,6 @@ from egoeval.errors import InputError
 from egoeval.io.atomic import atomic_write_text, write_json
 from egoeval.io.bounded import read_json
 from egoeval.io.commit import check_output
-from egoeval.markup import esc, table
 from egoeval.stage_shell import help_text, run_stage
 
 if TYPE_CHECKING:
@@ -166,8 +166,8 @@ PROVENANCE = "provenance"  # the page's last section: what it was made from
 def provenance_section(parts: list[ReportPart], stamp: str | None = None) -> str:
     """What the page was made from: the egoeval version and every benchmark's provenance rows (deterministic), and
     ``stamp`` (when and from which commit: ``run_stamp``) only where given."""
-    rows = [["egoeval", esc(f"version {__version__}")]]
-    rows += [[esc(label), esc(text)] for part in parts for label, text in part.provenance.items()]
+    rows = [("egoeval", f"version {__version__}")]
+    rows += [(label, text) for part in parts for label, text in part.provenance.items()]
     if stamp is None:
         made = (
             "It holds no time and no commit, so <code>dvc repro</code> and <code>egoeval audit</code> reproduce it "
@@ -175,12 +175,14 @@ def provenance_section(parts: list[ReportPart], stamp: str | None = None) -> str
             "<code>egoeval report --stamp</code> writes a copy that says when and from which commit it was made."
         )
     else:
-        rows.append(["made", esc(stamp)])
+        rows.append(("made", stamp))
         made = "The <i>made</i> row is this copy's stamp (<code>egoeval report --stamp</code>); the rest reproduces."
     return (
         f'<section id="{PROVENANCE}"><h2>Provenance</h2><p>What this page was made from: the pinned data, the params '
         f"(sha256 of each benchmark's section of params.yaml as validated) and the files its numbers come from. "
-        f"{made}</p>{table(['of', 'pinned as'], rows, PROVENANCE)}</section>"
+        f'{made}</p><table class="{PROVENANCE}"><thead><tr><th>of</th><th>pinned as</th></tr></thead><tbody>'
+        + "".join(f"<tr><td>{html.escape(label)}</td><td>{html.escape(text)}</td></tr>" for label, text in rows)
+        + "</tbody></table></section>"
     )
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from egoeval.errors import InputError
 from egoeval.io.atomic import json_bytes
 from egoeval.io.manifest import sha256_file
 from egoeval.significance import formatted
@@ -65,5 +66,11 @@ def params_digest(section: Any) -> str:
 
 
 def file_digests(root: Path, paths: Iterable[str | os.PathLike[str]]) -> str:
-    """``path sha256 <hex>`` for each file (relative to ``root``), one per line: the inputs a page shows."""
-    return "\n".join(f"{Path(path).as_posix()} sha256 {sha256_file(root / path)}" for path in paths)
+    """``path sha256 <hex>`` for each file (relative to ``root``), one per line: the inputs a page shows; a missing
+    one is an InputError naming it."""
+    lines = []
+    for path in paths:
+        if not (root / path).is_file():
+            raise InputError(root / path, "file not found (run the stages before this one)")
+        lines.append(f"{Path(path).as_posix()} sha256 {sha256_file(root / path)}")
+    return "\n".join(lines)

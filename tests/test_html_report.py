@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import tool_env
+from conftest import REPO, tool_env
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -292,6 +292,40 @@ def test_the_paired_caption_names_the_data_the_metrics_were_scored_on() -> None:
     assert recorded_data(smoke) == (
         "dataset egonormia, verified split, 8 clips (a smoke run: egonormia.fetch.limit 8, seed 3)"
     )
+
+
+def test_the_params_digest_is_of_the_values_not_the_files_layout(tmp_path: Path) -> None:
+    import yaml
+
+    from egoeval.markup import params_digest
+    from egoeval.settings import load_settings
+
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    (tmp_path / "same.yaml").write_text(yaml.safe_dump(params, sort_keys=True, width=60))  # no comments, reordered
+    params["egonormia"]["score"]["bootstrap_samples"] = 999
+    (tmp_path / "other.yaml").write_text(yaml.safe_dump(params))
+    digests = {
+        name: params_digest(load_settings(path).egonormia)
+        for name, path in (
+            ("ours", REPO / "params.yaml"),
+            ("same", tmp_path / "same.yaml"),
+            ("other", tmp_path / "other.yaml"),
+        )
+    }
+    assert digests["ours"] == digests["same"] != digests["other"] and re.fullmatch(r"[0-9a-f]{64}", digests["ours"])
+
+
+@pytest.mark.bad_input
+def test_a_file_the_provenance_names_is_hashed_or_named_missing(tmp_path: Path) -> None:
+    import hashlib
+
+    from egoeval.errors import InputError
+    from egoeval.markup import file_digests
+
+    (tmp_path / "a.json").write_text("{}")
+    assert file_digests(tmp_path, ["a.json"]) == f"a.json sha256 {hashlib.sha256(b'{}').hexdigest()}"
+    with pytest.raises(InputError, match=r"data/manifest\.sha256: file not found"):
+        file_digests(tmp_path, ["a.json", "data/manifest.sha256"])
 
 
 def report(root: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from egoeval import __version__
+import egoeval
 from egoeval.benchmarks import Benchmark, ReportPart, ReportSection, benchmark, registry
 from egoeval.errors import InputError
 from egoeval.io.atomic import atomic_write_text, write_json
@@ -166,7 +166,7 @@ PROVENANCE = "provenance"  # the page's last section: what it was made from
 def provenance_section(parts: list[ReportPart], stamp: str | None = None) -> str:
     """What the page was made from: the egoeval version and every benchmark's provenance rows (deterministic), and
     ``stamp`` (when and from which commit: ``run_stamp``) only where given."""
-    rows = [("egoeval", f"version {__version__}")]
+    rows = [("egoeval", f"version {egoeval.__version__}")]
     rows += [(label, text) for part in parts for label, text in part.provenance.items()]
     if stamp is None:
         made = (

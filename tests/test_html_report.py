@@ -277,6 +277,8 @@ def test_a_served_model_and_a_smoke_run_are_said_beside_the_models_numbers() -> 
     assert "served as vlm-2026-01-01 (40 of 48 calls), vlm (8 of 48 calls)" in rows["vlm"][1]
     assert "smoke run" not in rows["vlm"][1] and "served" not in rows["chance"][1]
     assert '<span class="tag smoke">smoke run: limit 8</span>' in rows["chance"][1]
+    assert "<i>served as</i>: the endpoint named another model" in page  # explained where it is shown, only there
+    assert "<i>served as</i>" not in leaderboard({"video": {"chance": smoke}}, {"tables": []}, "egonormia")
 
 
 def test_the_paired_caption_names_the_data_the_metrics_were_scored_on() -> None:

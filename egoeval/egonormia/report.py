@@ -221,6 +221,12 @@ def leaderboard(
             f"{esc(', '.join(elsewhere) or 'none')})."
         )
     note = f'<p class="note">{note} (<code>egoeval/egonormia/data/published.json</code>)</p>'
+    served = ""
+    if any(entry.get("served_models") for rows in rows_by_setting.values() for entry in rows.values()):
+        served = (
+            " <i>served as</i>: the endpoint named another model than the one asked as serving that row's replies "
+            "(<code>served_models</code> in the metrics)."
+        )
     rows_frame = pd.DataFrame(chart_rows, columns=["setting", "model", "metric", "value", "low", "high"])
     published_frame = pd.DataFrame(chart_published, columns=["setting", "model", "metric", "value"])
     chart = interval_chart(rows_frame, order, METRICS, published_frame, "egonormia-leaderboard")
@@ -228,9 +234,7 @@ def leaderboard(
         '<section id="egonormia-leaderboard"><h2>EgoNormia leaderboard</h2>'
         "<p>Accuracy (%) per setting, ranked by <i>both</i> (action and justification right; equal figures share a "
         "rank); 95% bootstrap intervals in brackets. Unusable answers count as wrong. Every row says its protocol, "
-        "dataset, split and n; <i>served as</i>: the endpoint named another model than the one asked as serving "
-        "that row's replies (<code>served_models</code> in the metrics).</p>"
-        f"{''.join(parts)}{note}<figure>{chart}</figure></section>"
+        f"dataset, split and n.{served}</p>{''.join(parts)}{note}<figure>{chart}</figure></section>"
     )
 
 

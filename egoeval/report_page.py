@@ -179,7 +179,7 @@ def provenance_section(parts: list[ReportPart], stamp: str | None = None) -> str
         made = "The <i>made</i> row is this copy's stamp (<code>egoeval report --stamp</code>); the rest reproduces."
     return (
         f'<section id="{PROVENANCE}"><h2>Provenance</h2><p>What this page was made from: the pinned data, the params '
-        f"(sha256 of each benchmark's section of params.yaml as validated) and the files its numbers come from. "
+        f"(sha256 of each benchmark's params section as validated) and the files its numbers come from. "
         f'{made}</p><table class="{PROVENANCE}"><thead><tr><th>of</th><th>pinned as</th></tr></thead><tbody>'
         + "".join(f"<tr><td>{html.escape(label)}</td><td>{html.escape(text)}</td></tr>" for label, text in rows)
         + "</tbody></table></section>"

@@ -119,7 +119,7 @@ def test_the_report_renders_in_headless_chromium(reproduced: Path, browser: Any,
     for name in ("metrics/egonormia.json", "metrics/egohumans.json", "data/egonormia/responses.parquet"):
         assert digests[name] == hashlib.sha256((reproduced / name).read_bytes()).hexdigest(), name
     assert "data/egonormia/sample/manifest.sha256" in digests and "data/egohumans/sample/manifest.sha256" in digests
-    assert re.search(r"egonormia section of params.yaml, as validated: sha256 [0-9a-f]{64}", provenance.text)
+    assert re.search(r"the egonormia params section as validated: sha256 [0-9a-f]{64}", provenance.text)
     assert "made" not in [cell.text for cell in provenance.find_elements("css selector", "td")]  # no time, no commit
     assert browser.find_elements("css selector", "p.smoke") == []  # not a smoke run
     runs_chart = browser.find_element("css selector", "#egohumans-runs figure svg.chart")

@@ -291,6 +291,6 @@ def provenance(root: Path, settings: EgoHumansSettings) -> dict[str, str]:
         data += f", smoke run: the first {fetch.limit} sequence(s)"
     return {
         "EgoHumans data": data + "\n" + file_digests(root, [fetch.manifest]),
-        "EgoHumans params": f"egohumans section of params.yaml, as validated: sha256 {params_digest(settings)}",
+        "EgoHumans params": f"the egohumans params section as validated: sha256 {params_digest(settings)}",
         "EgoHumans results": file_digests(root, [METRICS_FILE, PAIRED_FILE]),
     }

@@ -496,6 +496,6 @@ def provenance(root: Path, settings: EgoNormiaSettings) -> dict[str, str]:
         data += f", smoke run: limit {fetch.limit} clips, seed {fetch.limit_seed}"
     return {
         "EgoNormia data": data + "\n" + file_digests(root, [fetch.manifest]),
-        "EgoNormia params": f"egonormia section of params.yaml, as validated: sha256 {params_digest(settings)}",
+        "EgoNormia params": f"the egonormia params section as validated: sha256 {params_digest(settings)}",
         "EgoNormia results": file_digests(root, PROVENANCE_FILES),
     }

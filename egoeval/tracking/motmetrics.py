@@ -26,13 +26,14 @@ is not part of ``eval_mot``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence, Set
 from dataclasses import dataclass, fields
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import linear_sum_assignment
 
 from egoeval.tracking.lapjv import LARGE, lapjv
+from egoeval.tracking.matching import linear_sum_assignment
 
 OVERLAP_EPS = np.float32(1e-6)  # mmdet bbox_overlaps' eps
 
@@ -115,7 +116,11 @@ def assign(costs: np.ndarray) -> list[tuple[int, int]]:
 
 def accumulate(gt: pd.DataFrame, pred: pd.DataFrame, iou_threshold: float = 0.5, ignore_iof: float = 0.5) -> Counts:
     """One video's accumulator. ``gt`` holds every ground-truth row (``conf == 0``: ignore boxes); frames ascending,
-    rows within a frame in file order (the order decides ties, as in py-motmetrics)."""
+    rows within a frame in file order (the order decides ties, as in py-motmetrics).
+
+    Every frame's distances, and which tracker boxes cover an ignore box, are computed for all frames at once; the
+    walk from frame to frame (its state: the tracker id each object was last matched to) then visits only the pairs
+    within matching distance, and builds a frame's matrix only where its assignment is not forced."""
     gt = gt.iloc[np.argsort(gt["frame"].to_numpy(np.int64), kind="stable")]
     pred = pred.iloc[np.argsort(pred["frame"].to_numpy(np.int64), kind="stable")]
     ignored = np.trunc(gt["conf"].to_numpy(np.float64)) == 0
@@ -127,73 +132,141 @@ def accumulate(gt: pd.DataFrame, pred: pd.DataFrame, iou_threshold: float = 0.5,
     bounds = np.append(frames, np.iinfo(np.int64).max)
     o_at, h_at = np.searchsorted(o_frames, bounds), np.searchsorted(h_frames, bounds)
     i_at = np.searchsorted(i_frames, np.stack([frames, frames + 1]))  # ignore boxes of exactly that frame
-    gi, hj, p_at = _frame_pairs(o_at, h_at)
+    gi, hj, p_at = _frame_pairs(o_at[:-1], np.diff(o_at), h_at[:-1], np.diff(h_at))
     dists = (np.float32(1) - pair_overlaps(o_boxes[gi], h_boxes[hj])).astype(np.float64)  # every frame's matrix
     dists[dists > np.float32(1 - iou_threshold)] = np.nan  # eval_mot compares float32 distances with its threshold
+    hi, ii, _ = _frame_pairs(h_at[:-1], np.diff(h_at), i_at[0], i_at[1] - i_at[0])
+    covers = np.zeros(len(h_ids), dtype=bool)  # tracker rows on an ignore box of their frame (IoF over the ignore rule)
+    covers[hi[pair_overlaps(h_boxes[hi], i_boxes[ii], mode="iof") > np.float32(ignore_iof)]] = True
 
-    counts = Counts()
-    kept = np.ones(len(h_ids), dtype=bool)  # tracker boxes left after the ignore rule
-    matched = np.zeros(len(o_ids), dtype=bool)  # ground-truth rows matched (MATCH or SWITCH)
-    last_hid: dict[int, int] = {}  # py-motmetrics' m: object -> the tracker id it was last matched to
-    o_list, h_list = o_ids.tolist(), h_ids.tolist()
-    for t in range(len(frames)):
-        (o0, o1), (h0, h1) = o_at[t : t + 2].tolist(), h_at[t : t + 2].tolist()
-        dist = dists[p_at[t] : p_at[t + 1]].reshape(o1 - o0, h1 - h0)
-        hids = h_list[h0:h1]
-        if i_at[1, t] > i_at[0, t] and h1 > h0:
-            unmatched = np.ones(h1 - h0, dtype=bool)
-            for _, j in assign(dist):
-                unmatched[j] = False
-            iof = overlaps(h_boxes[h0:h1], i_boxes[i_at[0, t] : i_at[1, t]], mode="iof")
-            drop = unmatched & (iof > np.float32(ignore_iof)).any(axis=1)
-            kept[h0:h1] = ~drop
-            hids, dist = [h for h, k in zip(hids, kept[h0:h1].tolist(), strict=True) if k], dist[:, ~drop]
-        if dist.shape == (0, 0):
-            continue
-        counts.frames += 1
-        if dist.size == 0:
-            continue
-        d = dist.tolist()
-        o_done, h_done = [False] * len(d), [False] * len(hids)
-        column = {h: j for j, h in enumerate(hids)}
-        for i in range(len(d)):  # 1. keep each object's last match where it still matches
-            j = column.get(last_hid.get(o_list[o0 + i]))
-            if j is not None and not h_done[j] and d[i][j] == d[i][j]:  # not NaN
-                o_done[i] = h_done[j] = True
-                counts.matches += 1
-                counts.distance_sum += d[i][j]
-        if not all(o_done) and not all(h_done):
-            rest = dist.copy()
-            rest[o_done, :] = np.nan
-            rest[:, h_done] = np.nan
-            for i, j in assign(rest):  # 2. the rest by a minimum-cost assignment
-                o, h = o_list[o0 + i], hids[j]
-                if last_hid.get(o, h) != h:
-                    counts.switches += 1
-                else:
-                    counts.matches += 1
-                counts.distance_sum += d[i][j]
-                o_done[i] = True
-                last_hid[o] = h
-        matched[o0:o1] = o_done
-    counts.objects, counts.predictions = len(o_ids), int(kept.sum())
-    counts.misses = counts.objects - int(matched.sum())
+    repeated = np.zeros(len(frames), dtype=bool)  # frames where a tracker id repeats (py-motmetrics: the last counts)
+    order = np.lexsort((h_ids, h_frames))
+    twice = (np.diff(h_frames[order]) == 0) & (np.diff(h_ids[order]) == 0)
+    repeated[np.searchsorted(frames, h_frames[order][1:][twice])] = True
+
+    walk = _Walk(dists, p_at, gi, hj, o_ids, h_ids)
+    walk.run(o_at, h_at, i_at[1] > i_at[0], covers, repeated)
+    counts = walk.counts
+    counts.objects, counts.predictions = len(o_ids), int(walk.kept.sum())
+    counts.misses = counts.objects - int(walk.matched.sum())
     counts.false_positives = counts.predictions - counts.matches - counts.switches
-    _track_coverage(counts, o_ids, matched)
-    finite = np.isfinite(dists) & kept[hj]  # pairs within matching distance, in accumulated frames
+    _track_coverage(counts, o_ids, walk.matched)
+    finite = np.isfinite(dists) & walk.kept[hj]  # pairs within matching distance, in accumulated frames
     counts.idtp = _idtp(o_ids[gi[finite]], h_ids[hj[finite]])
     return counts
 
 
-def _frame_pairs(o_at: np.ndarray, h_at: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every (ground-truth row, tracker row) of the same frame, frame by frame in row-major order: their row indices
-    and where each frame's ``n_o x n_h`` block starts."""
-    n_o, n_h = np.diff(o_at), np.diff(h_at)
-    sizes = n_o * n_h
+class _Walk:
+    """py-motmetrics' ``MOTAccumulator.update`` with mmtracking's ignore rule, one frame after another, in its order of
+    operations. Rows are the ground-truth (``o``) and tracker (``h``) row numbers of the whole video; a frame's pairs
+    within matching distance (``near``) are positions in ``near_o``, ``near_h`` and ``near_d``, row-major."""
+
+    def __init__(
+        self, dists: np.ndarray, p_at: np.ndarray, gi: np.ndarray, hj: np.ndarray, o_ids: np.ndarray, h_ids: np.ndarray
+    ) -> None:
+        near = np.flatnonzero(np.isfinite(dists))
+        self.dists, self.p_at, self.near_at = dists, p_at.tolist(), np.searchsorted(near, p_at).tolist()
+        self.near_o, self.near_h, self.near_d = gi[near].tolist(), hj[near].tolist(), dists[near].tolist()
+        self.near_oid, self.near_hid = o_ids[gi[near]].tolist(), h_ids[hj[near]].tolist()
+        self.o_ids, self.h_ids = o_ids.tolist(), h_ids.tolist()
+        self.counts = Counts()  # run's
+        self.kept = np.ones(len(h_ids), dtype=bool)  # tracker boxes left after the ignore rule
+        self.matched = np.zeros(len(o_ids), dtype=bool)  # ground-truth rows matched (MATCH or SWITCH)
+
+    def run(
+        self, o_at: np.ndarray, h_at: np.ndarray, ignores: np.ndarray, covers: np.ndarray, repeated: np.ndarray
+    ) -> None:
+        """Every frame: ``o_at``/``h_at`` where each frame's rows start (one more: the end), ``ignores`` (frames with
+        ignore boxes), ``covers`` (tracker rows on an ignore box), ``repeated`` (frames where a tracker id repeats)."""
+        near_at, near_o, near_h, near_d = self.near_at, self.near_o, self.near_h, self.near_d
+        near_oid, near_hid, o_ids, h_ids = self.near_oid, self.near_hid, self.o_ids, self.h_ids
+        o_bounds, h_bounds = o_at.tolist(), h_at.tolist()
+        ignores_l, covers_l, repeated_l = ignores.tolist(), covers.tolist(), repeated.tolist()
+        last_hid: dict[int, int] = {}  # py-motmetrics' m: object -> the tracker id it was last matched to
+        matched: list[int] = []
+        frames = matches = switches = 0
+        distance_sum = 0.0
+        for t in range(len(o_bounds) - 1):
+            o0, o1, h0, h1 = o_bounds[t], o_bounds[t + 1], h_bounds[t], h_bounds[t + 1]
+            near: Sequence[int] = range(near_at[t], near_at[t + 1])
+            columns: Sequence[int] = range(h0, h1)  # the tracker rows accumulated
+            if ignores_l[t] and h1 > h0:  # tracker boxes left unmatched on an ignore box are removed
+                assigned = {h for _, h, _ in self._assign(t, near, columns, (o0, o1, h0))}
+                dropped = [h for h in columns if covers_l[h] and h not in assigned]
+                if dropped:
+                    self.kept[dropped] = False
+                    columns = [h for h in columns if h not in dropped]
+                    near = [p for p in near if near_h[p] not in dropped]
+            if o1 == o0 and not columns:
+                continue
+            frames += 1
+            if not near:
+                continue
+            o_done: set[int] = set()
+            h_done: set[int] = set()
+            column = {h_ids[h]: h for h in columns} if repeated_l[t] else None  # an id's column: the last one
+            for p in near:  # 1. keep each object's last match where it still matches
+                last = last_hid.get(near_oid[p])
+                h = near_h[p]
+                if (last == near_hid[p] if column is None else column.get(last) == h) and h not in h_done:
+                    o_done.add(near_o[p])
+                    h_done.add(h)
+                    matches += 1
+                    distance_sum += near_d[p]
+            rest = [p for p in near if near_o[p] not in o_done and near_h[p] not in h_done]
+            for o, h, d in self._assign(t, rest, columns, (o0, o1, h0), o_done, h_done) if rest else ():  # 2. the rest
+                oid, hid = o_ids[o], h_ids[h]
+                if last_hid.get(oid, hid) != hid:
+                    switches += 1
+                else:
+                    matches += 1
+                distance_sum += d
+                o_done.add(o)
+                last_hid[oid] = hid
+            matched.extend(o_done)
+        self.matched[matched] = True
+        self.counts = Counts(matches=matches, switches=switches, distance_sum=distance_sum, frames=frames)
+
+    def _assign(
+        self,
+        t: int,
+        near: Sequence[int],
+        columns: Sequence[int],
+        starts: tuple[int, int, int],
+        o_done: Set[int] = frozenset(),
+        h_done: Set[int] = frozenset(),
+    ) -> list[tuple[int, int, float]]:
+        """:func:`assign` on frame ``t``'s matrix (``starts``: its first ground-truth row, the row after its last, its
+        first tracker row) of the tracker rows ``columns``, with the rows in ``o_done`` and the
+        columns in ``h_done`` missing edges (``near``: its pairs within matching distance): (ground-truth row, tracker
+        row, distance) by row. Where no row and no column holds two pairs, the matrix is not built: the answer is
+        forced (assign's fast path, its condition included)."""
+        if not near:
+            return []
+        rows, cols = [self.near_o[p] for p in near], [self.near_h[p] for p in near]
+        distances = [self.near_d[p] for p in near]
+        o0, o1, h0 = starts
+        forced = len(set(rows)) == len(rows) and len(set(cols)) == len(cols)
+        if forced and 2 * min(o1 - o0, len(columns)) * (max(map(abs, distances)) + 1) + 2 < LARGE:
+            return list(zip(rows, cols, distances, strict=True))
+        block = self.dists[self.p_at[t] : self.p_at[t + 1]].reshape(o1 - o0, -1)
+        matrix = block[:, [h - h0 for h in columns]]  # a copy
+        matrix[[o - o0 for o in o_done], :] = np.nan
+        matrix[:, [k for k, h in enumerate(columns) if h in h_done]] = np.nan
+        return [(o0 + i, columns[j], float(block[i, columns[j] - h0])) for i, j in assign(matrix)]
+
+
+def _frame_pairs(
+    a_start: np.ndarray, a_count: np.ndarray, b_start: np.ndarray, b_count: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every (row of a, row of b) of the same frame, frame by frame in row-major order (frame ``t``'s rows of a are
+    ``a_start[t]`` and the ``a_count[t] - 1`` after it, of b likewise): their row indices and where each frame's
+    ``a_count x b_count`` block starts."""
+    sizes = a_count * b_count
     p_at = np.concatenate([[0], np.cumsum(sizes)])
     frame = np.repeat(np.arange(len(sizes)), sizes)
     k = np.arange(p_at[-1]) - p_at[frame]
-    return o_at[frame] + k // n_h[frame], h_at[frame] + k % n_h[frame], p_at
+    return a_start[frame] + k // b_count[frame], b_start[frame] + k % b_count[frame], p_at
 
 
 def _track_coverage(counts: Counts, o_ids: np.ndarray, matched: np.ndarray) -> None:

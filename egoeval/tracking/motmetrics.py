@@ -57,12 +57,13 @@ class Counts:
     frames: int = 0  # accumulated frames
 
 
-def boxes_xyxy(df: pd.DataFrame) -> np.ndarray:
-    """``x1, y1, x2, y2`` as float32, with ``x2 = x + w`` computed in float64 first (as mmdet's COCO reader)."""
-    x, y = df["x"].to_numpy(np.float64), df["y"].to_numpy(np.float64)
-    return np.stack([x, y, x + df["w"].to_numpy(np.float64), y + df["h"].to_numpy(np.float64)], axis=1).astype(
-        np.float32
-    )
+def by_frame(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A read_mot table's rows stably sorted by frame (``order``): frames, ids and boxes ``x1, y1, x2, y2`` in
+    float32, with ``x2 = x + w`` computed in float64 first (as mmdet's COCO reader), and ``order``."""
+    order = np.argsort(df["frame"].to_numpy(np.int64), kind="stable")
+    x, y, w, h = (df[name].to_numpy(np.float64)[order] for name in ("x", "y", "w", "h"))
+    boxes = np.stack([x, y, x + w, y + h], axis=1).astype(np.float32)
+    return df["frame"].to_numpy(np.int64)[order], df["id"].to_numpy(np.int64)[order], boxes, order
 
 
 def overlaps(a: np.ndarray, b: np.ndarray, mode: str = "iou") -> np.ndarray:
@@ -121,13 +122,11 @@ def accumulate(gt: pd.DataFrame, pred: pd.DataFrame, iou_threshold: float = 0.5,
     Every frame's distances, and which tracker boxes cover an ignore box, are computed for all frames at once; the
     walk from frame to frame (its state: the tracker id each object was last matched to) then visits only the pairs
     within matching distance, and builds a frame's matrix only where its assignment is not forced."""
-    gt = gt.iloc[np.argsort(gt["frame"].to_numpy(np.int64), kind="stable")]
-    pred = pred.iloc[np.argsort(pred["frame"].to_numpy(np.int64), kind="stable")]
-    ignored = np.trunc(gt["conf"].to_numpy(np.float64)) == 0
-    obj, ign = gt[~ignored], gt[ignored]
-    o_frames, i_frames, h_frames = (d["frame"].to_numpy(np.int64) for d in (obj, ign, pred))
-    o_ids, h_ids = obj["id"].to_numpy(np.int64), pred["id"].to_numpy(np.int64)
-    o_boxes, i_boxes, h_boxes = boxes_xyxy(obj), boxes_xyxy(ign), boxes_xyxy(pred)
+    g_frames, g_ids, g_boxes, g_order = by_frame(gt)
+    h_frames, h_ids, h_boxes, _ = by_frame(pred)
+    ignored = np.trunc(gt["conf"].to_numpy(np.float64)[g_order]) == 0
+    o_frames, o_ids, o_boxes = g_frames[~ignored], g_ids[~ignored], g_boxes[~ignored]
+    i_frames, i_boxes = g_frames[ignored], g_boxes[ignored]
     frames = np.unique(np.concatenate([o_frames, h_frames]))
     bounds = np.append(frames, np.iinfo(np.int64).max)
     o_at, h_at = np.searchsorted(o_frames, bounds), np.searchsorted(h_frames, bounds)
@@ -262,11 +261,13 @@ def _frame_pairs(
     """Every (row of a, row of b) of the same frame, frame by frame in row-major order (frame ``t``'s rows of a are
     ``a_start[t]`` and the ``a_count[t] - 1`` after it, of b likewise): their row indices and where each frame's
     ``a_count x b_count`` block starts."""
-    sizes = a_count * b_count
-    p_at = np.concatenate([[0], np.cumsum(sizes)])
-    frame = np.repeat(np.arange(len(sizes)), sizes)
-    k = np.arange(p_at[-1]) - p_at[frame]
-    return a_start[frame] + k // b_count[frame], b_start[frame] + k % b_count[frame], p_at
+    p_at = np.concatenate([[0], np.cumsum(a_count * b_count)])
+    row_frame = np.repeat(np.arange(len(a_count)), a_count)  # each row of a: its frame
+    first = np.cumsum(a_count) - a_count  # where each frame's rows of a begin among them
+    rows = a_start[row_frame] + np.arange(len(row_frame)) - first[row_frame]
+    width = b_count[row_frame]  # pairs per row of a
+    shift = b_start[row_frame] - (np.cumsum(width) - width)  # b's first row, less where the row's pairs begin
+    return np.repeat(rows, width), np.arange(p_at[-1]) + np.repeat(shift, width), p_at
 
 
 def _track_coverage(counts: Counts, o_ids: np.ndarray, matched: np.ndarray) -> None:

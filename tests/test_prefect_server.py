@@ -115,7 +115,12 @@ def test_a_worker_runs_the_nightly_deployment_triggered_through_the_api(
                     assert worker.poll() is None, worker_log.read_text()[-3000:]
                     assert time.monotonic() < deadline, worker_log.read_text()[-3000:]
                     time.sleep(2)
+                os.killpg(worker.pid, signal.SIGTERM)  # its run done: the worker stops at once
+                sent = time.monotonic()
+                worker.wait(timeout=60)
+                stopped_s = time.monotonic() - sent
             assert run.state.is_completed(), f"{run.state}\n" + worker_log.read_text()[-3000:]
+            assert stopped_s < 5, f"the idle worker took {stopped_s:.1f} s to stop:\n{worker_log.read_text()[-3000:]}"
             artifacts = client.read_artifacts(
                 artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[run.id]))
             )

@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 from types import FrameType
 
+from egoeval.errors import Interrupted
+
 GRACE_S = 10.0  # the group's time to stop after SIGTERM before SIGKILL
 REPORT_TIMEOUT_S = 5.0  # the most the keeper waits for the Prefect API when it reports a crashed run
 PR_SET_PDEATHSIG = 1
@@ -43,12 +45,13 @@ def stop_group(child: subprocess.Popen[bytes] | None, grace_s: float = GRACE_S) 
     group, me = os.getpgrp(), os.getpid()
     os.killpg(group, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
+    if child is not None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            child.wait(timeout=grace_s)  # COMMAND (DVC) first: what it started ends with it or just after
     while time.monotonic() < deadline:
-        if child is not None:
-            child.poll()  # reap COMMAND as soon as it exits
         if not [pid for pid in _group_members(group) if pid != me]:
             return
-        time.sleep(0.05)
+        time.sleep(0.02)
     for pid in _group_members(group):
         if pid != me:
             with contextlib.suppress(ProcessLookupError):
@@ -95,21 +98,21 @@ def main(argv: list[str]) -> int:
         return 2
     parent = os.getppid()
     children: list[subprocess.Popen[bytes]] = []
-    stopped: list[int] = []
 
     def stop(signum: int, frame: FrameType | None) -> None:
-        stopped.append(signum)
-        stop_group(children[0] if children else None)
-        if os.getppid() != parent:  # the flow's process died: the keeper's SIGTERM came from PR_SET_PDEATHSIG
-            report_crash(argv)
+        raise Interrupted(signum)  # out of the wait (whose lock the group's stop needs to reap COMMAND)
 
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, stop)
-    die_with_parent(parent)
-    if not stopped:
+    try:
+        die_with_parent(parent)
         children.append(subprocess.Popen(argv))
-        code = children[0].wait()
-    return 128 + stopped[0] if stopped else code
+        return children[0].wait()
+    except Interrupted as interrupted:
+        stop_group(children[0] if children else None)
+        if os.getppid() != parent:  # the flow's process died: the SIGTERM came from PR_SET_PDEATHSIG
+            report_crash(argv)
+        return 128 + interrupted.signum
 
 
 if __name__ == "__main__":

@@ -256,3 +256,20 @@ def encode_mp4(frames: np.ndarray, fps: float) -> bytes:
         finally:
             writer.release()
         return path.read_bytes()
+
+
+def mp4_shape(data: bytes) -> tuple[int, int, int]:
+    """(frames, width, height) of an MP4's first video stream as its header states them (PyAV; nothing decoded);
+    ValueError when it holds no readable video stream."""
+    import io
+
+    import av
+
+    try:
+        with av.open(io.BytesIO(data)) as container:
+            if not container.streams.video:
+                raise ValueError("no video stream")
+            stream = container.streams.video[0]
+            return int(stream.frames), int(stream.codec_context.width), int(stream.codec_context.height)
+    except av.error.FFmpegError as error:
+        raise ValueError(f"not a readable MP4: {_reason(error)}") from None

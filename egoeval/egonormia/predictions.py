@@ -17,10 +17,11 @@ are wrong; a refusal or an empty completion is an invalid answer there, not a fa
   results' names (``result_names.results_key``: ``blind_<model>``, ``desc_<model>`` for the pipeline setting, the bare
   name for video), so the official scorer files each run where the published ones are and gives exactly our
   stage's numbers. A video variant other than the strip (``video:frames8``, ``video:native``: not the official
-  protocol's input) has no run there; predictions.parquet holds it. An item the protocol leaves out of n is left out of that model key; the sensible entry is the
-  protocol's (``official``: what the official code records, ``[-1, -1]`` for an invalid answer, ``[-2, -2]`` for a
-  failed call; ``egoeval``: ``{}``, which the scorer counts as 0, for an unusable answer and for an empty answer
-  to an empty gold set, where our IoU is 0 too); -1 never equals a correct index.
+  protocol's input) has no run there; predictions.parquet holds it. An item the protocol leaves out of n is left
+  out of that model key; the sensible entry is the protocol's (``official``: what the official code records,
+  ``[-1, -1]`` for an invalid answer, ``[-2, -2]`` for a failed call; ``egoeval``: ``{}``, which the scorer counts
+  as 0, for an unusable answer and for an empty answer to an empty gold set,
+  where our IoU is 0 too); -1 never equals a correct index.
 """
 
 from __future__ import annotations

@@ -30,12 +30,14 @@ from egoeval.egonormia.artifacts import (
     RESPONSES,
     SETTINGS,
     FrameStore,
+    is_variant,
     read_items,
     read_table,
     require_columns,
 )
 from egoeval.egonormia.paired import recorded_protocols
 from egoeval.egonormia.published import (
+    NOT_OFFICIAL,
     PUBLISHED_PROTOCOL,
     RANKED_BY,
     check_metrics_shape,
@@ -161,7 +163,8 @@ def leaderboard(
                     + ["", "", ""]
                 )
                 chart_published += [(setting, model, m, entry[m]) for m in METRICS if m in entry]
-        parts.append(f"<h3>{esc(setting)}</h3>{table(header, rows, 'leaderboard')}")
+        heading = esc(setting) + (f' <span class="tag">{NOT_OFFICIAL}</span>' if is_variant(setting) else "")
+        parts.append(f"<h3>{heading}</h3>{table(header, rows, 'leaderboard')}")
         if theirs and not together:
             apart = {m: _published_entry(f, bundled) for m, f in theirs.items()}
             published_rows = [
@@ -394,7 +397,8 @@ def paired_section(paired: pd.DataFrame, protocols: list[str], dataset: str, con
         "both by the exact McNemar test on the clips only one side got right (<i>a only</i>, <i>b only</i>), "
         "sensible IoU by the bootstrap; <i>p Holm</i> adjusts over the pairs of each setting, split and metric. "
         "Rows <i>video-blind</i> and <i>pipeline-blind</i> are one model's gain from seeing the clip "
-        "(a = that setting, b = blind). "
+        "(a = that setting, b = blind); rows <i>video:…-video</i> one model's video variant minus the official strip "
+        f"(a = the variant, {NOT_OFFICIAL}; b = video, the strip). "
         "<code>egoeval compare metrics/egonormia.json --models A B</code> prints one pair.</p>"
     )
     body = paired_table(paired) if len(paired) else "<p>No two runs share a setting or a model two settings.</p>"

@@ -272,6 +272,7 @@ def write_stage_inputs(root: Path, items: pd.DataFrame, model: dict[str, Any], *
     params = {
         "egonormia": {
             "describe": {"source": "dataset"},
+            "frames": {"variants": [{"kind": "strip"}]},  # the frames folder written here holds the strip only
             "model": model,
             "baselines": [],
             "infer": {

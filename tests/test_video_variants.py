@@ -248,3 +248,35 @@ def test_paired_rows_compare_each_variant_with_the_strip_per_model() -> None:
     assert action["a"] == pytest.approx(100 * runs["video:frames8", "m"].outcomes.action.mean())
     assert action["b"] == pytest.approx(100 * runs["video", "m"].outcomes.action.mean())
     assert "p_holm" in variant.columns and {"video-blind"} <= set(table["setting"])
+
+
+@pytest.mark.bad_input
+def test_a_clip_over_max_bytes_or_unreadable_fails_only_itself(tmp_path: Path) -> None:
+    from egoeval.egonormia.artifacts import VariantStore
+    from egoeval.egonormia.frames import extract_variant
+    from egoeval.egonormia.settings import FramesSettings
+    from egoeval.errors import ArtifactUnavailable
+
+    fetched = tmp_path / "fetched"
+    fetched.mkdir()
+    write_test_video(fetched / "good.mp4", seconds=1.0, fps=15.0)
+    (fetched / "bad.mp4").write_bytes(b"\0\0\0\x18ftypmp42 not a video")
+    items = pd.DataFrame({"id": ["bad", "good", "none"], "video": ["bad.mp4", "good.mp4", ""], "strip": ""})
+    settings = FramesSettings.model_validate(
+        {"source": "video", "reader": "decord", "fps": 1.0, "frame_height": 32, "max_width": 8000}
+        | {"jpeg_quality": 90, "workers": 1}
+    )
+    small = VideoVariant.model_validate({"kind": "native", "max_bytes": 1024})  # the fetched clip as it is: too big
+    index = extract_variant(items, fetched, tmp_path / "native", settings, small).set_index("id")
+    assert "over the native variant's max_bytes 1,024" in index.loc["good", "error"]
+    assert "cannot open video" in index.loc["bad", "error"] and "no context video" in index.loc["none", "error"]
+    write_parquet(tmp_path / "native" / "index.parquet", index.reset_index())
+    store = VariantStore(tmp_path / "native")
+    for clip in ("bad", "good", "none", "unknown"):
+        with pytest.raises(ArtifactUnavailable, match=r"^frames unavailable: "):
+            store.video(clip)
+    frames = extract_variant(items.iloc[1:2], fetched, tmp_path / "frames4", settings, VideoVariant(**FRAMES4))
+    write_parquet(tmp_path / "frames4" / "index.parquet", frames)
+    (tmp_path / "frames4" / frames["files"].iloc[0][1]).write_bytes(b"GIF89a")  # a frame replaced since
+    with pytest.raises(ArtifactUnavailable, match="is not a JPEG"):
+        VariantStore(tmp_path / "frames4").images("good")

@@ -4,6 +4,12 @@ scaled down only when wider than ``max_width``; ``workers`` clips decode in para
 stage). A missing or broken file fails only its clip: the index records the reason and the other clips go on. Used by
 the egonormia_frames stage (``write_frames``: data/egonormia/frames/<id>.jpg and data/egonormia/frames/index.parquet,
 columns id, image, n_frames, times, video_fps, video_frames, width, height, error) and bench/frames.py.
+
+Each other video variant (``egonormia.frames.variants``: ``frames``, ``native``) is rendered from ``video_prev.mp4`` by
+the same reader into a folder of its own (``VideoVariant.folder``: data/egonormia/frames/frames8/, .../native/) with
+its index (``VARIANT_COLUMNS``: id, files, times, width, height, error): a ``frames`` variant's JPEGs
+``<id>-<k>.jpg`` and their times, a ``native`` variant's ``<id>.mp4`` (as fetched, or re-encoded) and the times of its
+first and last frame.
 """
 
 from __future__ import annotations

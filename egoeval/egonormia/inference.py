@@ -11,7 +11,9 @@ action question then, in the same conversation, the justification question, and 
 conversation of its own. Every call goes through the durable response cache at ``<cache_dir>/responses.sqlite``
 (outside DVC's outs), so a rerun after a crash pays only for what is missing. ``$EGOEVAL_CACHE_DIR`` overrides the
 cache folder; ``EGOEVAL_CACHE_ONLY=1`` replays cached answers only (a miss is recorded as an error, nothing is sent:
-the audit re-derives results this way). A baseline skips the settings it cannot do. Output:
+the audit re-derives results this way). The video setting runs once per video variant (``egonormia.frames.variants``),
+each recorded under its own name (``video``, ``video:frames8``, ``video:native``). A baseline skips the settings it
+cannot do (images; video for ``video:native``). Output:
 data/egonormia/responses.parquet, one row per (id, setting, model, subtask), with its protocol, the model the
 endpoint named as serving the reply (a warning says when that is not the requested one) and the endpoint's
 ``usage`` for the call (``prompt_tokens``, ``completion_tokens``, as the response cache stored it: the score stage's

@@ -6,7 +6,8 @@ conversation of three calls:
 
 1. the action call: one user message, the setting's prefix (the description formatted into it in the pipeline
    setting, a blank one too) + the action prompt with the options in stored order as a Python list repr; in the
-   video setting the frames image comes first, as an ``image_url`` part;
+   video setting the frames image comes first, as an ``image_url`` part (a video variant that is not the official
+   protocol, ``Scene.visual``: its frames, each after its time stamp, or its clip, in the same place);
 2. when the action answer is valid, the justification call, its own single-turn conversation quoting the chosen
    behaviour; its prefix is left unformatted (the pipeline setting sends the literal ``{desc}``: the model never
    sees the description there); the video setting resends the image;

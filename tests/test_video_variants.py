@@ -23,12 +23,13 @@ from egoeval.egonormia.descriptions import from_dataset
 from egoeval.egonormia.estimate import estimate, video_tokens
 from egoeval.egonormia.frames import write_frames
 from egoeval.egonormia.inference import inference_inputs, run_inference
-from egoeval.egonormia.paired import Run, paired_table
+from egoeval.egonormia.paired import Run, compare_models, paired_table
 from egoeval.egonormia.protocols import frames_parts, native_parts, strip_parts
 from egoeval.egonormia.protocols import official as official_protocol
 from egoeval.egonormia.scoring import Outcomes
 from egoeval.egonormia.settings import EgoNormiaSettings, ScoreSettings, VideoVariant
 from egoeval.io.atomic import write_parquet
+from egoeval.significance import csv_bytes
 from egoeval.video import mp4_shape, read_sampled_frames, spread, uniform_indices
 
 FRAMES4 = {"kind": "frames", "count": 4, "height": 32}
@@ -229,7 +230,7 @@ def test_native_to_an_undeclared_endpoint_is_refused_before_any_call(tmp_path: P
     assert "Traceback" not in err
 
 
-def test_paired_rows_compare_each_variant_with_the_strip_per_model() -> None:
+def test_paired_rows_compare_each_variant_with_the_strip_per_model(tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
     n = 40
 
@@ -248,6 +249,11 @@ def test_paired_rows_compare_each_variant_with_the_strip_per_model() -> None:
     assert action["a"] == pytest.approx(100 * runs["video:frames8", "m"].outcomes.action.mean())
     assert action["b"] == pytest.approx(100 * runs["video", "m"].outcomes.action.mean())
     assert "p_holm" in variant.columns and {"video-blind"} <= set(table["setting"])
+    (tmp_path / "paired.csv").write_bytes(csv_bytes(table))
+    settings = EgoNormiaSettings.model_validate(write_params(tmp_path)["egonormia"])
+    shown = compare_models(tmp_path / "paired.csv", {}, settings, "m", "m")
+    assert "m: each video variant minus the strip (a = the variant, NOT the official protocol; b = video" in shown
+    assert "video:frames8-video" in shown and "m's gains from seeing the clip" in shown
 
 
 @pytest.mark.bad_input
@@ -280,3 +286,28 @@ def test_a_clip_over_max_bytes_or_unreadable_fails_only_itself(tmp_path: Path) -
     (tmp_path / "frames4" / frames["files"].iloc[0][1]).write_bytes(b"GIF89a")  # a frame replaced since
     with pytest.raises(ArtifactUnavailable, match="is not a JPEG"):
         VariantStore(tmp_path / "frames4").images("good")
+
+
+def test_the_leaderboard_marks_a_variant_and_never_ranks_published_figures_in_it() -> None:
+    import re
+
+    from test_html_report import entry
+
+    from egoeval.egonormia.report import leaderboard
+
+    metrics = {"video": {"m": entry(30.0, 10.0)}, "video:frames8": {"m": entry(40.0, 20.0)}}
+    figures = {"action": 45.5, "justification": 18.2, "both": 9.1, "sensible_iou": 25.0, "n": 11}
+    table = {
+        "dataset": "ood_robot",
+        "split": "full",
+        "as": "eval",
+        "primary": True,
+        "figures": {"video": {"g": figures}},
+    }
+    table |= {"repository": "o/r", "commit": "c0ffee", "path": "a results file", "licence": "MIT", "sha256": "ab"}
+    page = leaderboard(metrics, {"tables": [table]}, "ood_robot")
+    strip, variant = page.split("<h3>video</h3>")[1].split("<h3>video:frames8")
+    assert variant.startswith(' <span class="tag">not the official protocol</span></h3>')
+    assert "published · eval" in strip  # ranked among ours in the official setting only
+    variant_rows = re.findall(r"<tr>(.*?)</tr>", variant.split("<tbody>")[1].split("</tbody>")[0])
+    assert len(variant_rows) == 1 and "published" not in variant_rows[0] and "<td>m</td>" in variant_rows[0]

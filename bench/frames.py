@@ -19,6 +19,9 @@ barely moves when other jobs share the cores, the wall time does).
 Goal (issue 8): the stage in at most 1/1.8 of the decode bound's time on 2 cores, and faster than the threaded
 ffmpeg command; issue 29: decord's reader beside PyAV's, the faster one selectable. The ffmpeg binary comes from
 the ``imageio-ffmpeg`` package (``pip install -e '.[bench]'``).
+
+Issue 31: then each video variant's preparation beside the strip's on the same clips (``run_variants``; alone:
+``python -m bench.frames variants``), one run each.
 """
 
 from __future__ import annotations
@@ -180,7 +183,7 @@ def run() -> dict[str, Any]:
         f"decord / pyav = {result['decord_over_pyav']}x (CPU {result['decord_over_pyav_cpu']}x); "
         f"bound / ceiling = {result['bound_over_ceiling']}x"
     )
-    return result
+    return result | {"variants": run_variants()["variants"]}
 
 
 VARIANTS = (  # each video variant's preparation (issue 31), beside the strip's; frames 360 px high as the strip's
@@ -207,7 +210,6 @@ def run_variants() -> dict[str, Any]:
         max_width=8000,
         jpeg_quality=90,
         workers=cores,
-        variants=[VideoVariant(kind="strip"), *VARIANTS],
     )
     video_frames = CLIPS * SECONDS * FPS
     rows: dict[str, dict[str, Any]] = {}
@@ -229,14 +231,15 @@ def run_variants() -> dict[str, Any]:
             if variant.kind == "frames"
             else f"{size / CLIPS / 2**20:.1f} MiB clip"
         )
-        how = "copied" if variant.height is None else f"re-encoded {variant.height} px, {variant.fps:g} fps"
+        how = f"re-encoded {variant.height} px, {variant.fps or 0:g} fps" if variant.height else "copied"
         label = variant.name + ("" if variant.kind == "frames" else f" ({how})")
         rows[label] = {"seconds": wall, "cpu_seconds": cpu, "sent_per_clip": sent}
     for row in rows.values():
         row["video_frames_per_s"] = round(video_frames / row["seconds"], 1)
         row["seconds"], row["cpu_seconds"] = round(row["seconds"], 3), round(row["cpu_seconds"], 3)
     result = {"clips": f"{CLIPS} x {SECONDS} s, {WIDTH}x{HEIGHT}, {FPS} fps, H.264, 1 keyframe", "cores": cores}
-    save("frames_variants", result | {"variants": rows})
+    result["variants"] = rows
+    save("frames_variants", result)
     print(
         f"| variant ({CLIPS} clips x {SECONDS} s 1080p H.264, {cores} workers, decord) | seconds | CPU seconds | "
         "video frames/s | sent per clip |"

@@ -311,3 +311,55 @@ def test_the_leaderboard_marks_a_variant_and_never_ranks_published_figures_in_it
     assert "published · eval" in strip  # ranked among ours in the official setting only
     variant_rows = re.findall(r"<tr>(.*?)</tr>", variant.split("<tbody>")[1].split("</tbody>")[0])
     assert len(variant_rows) == 1 and "published" not in variant_rows[0] and "<td>m</td>" in variant_rows[0]
+
+
+@pytest.mark.slow
+def test_every_variant_through_dvc_repro_with_the_cache_a_kill_and_a_resume(tmp_path: Path) -> None:
+    """``dvc repro`` in a fresh copy asks the loopback endpoint under every variant; SIGKILLed mid-run, the rerun sends
+    only what the response cache lacks; a forced rerun sends nothing and writes the same responses."""
+    import os
+    import signal
+    import sqlite3
+    import subprocess
+    import time
+
+    from conftest import copy_repo, dvc, tool_env
+
+    root = copy_repo(tmp_path / "repo")
+    with OpenAIServer(latency_s=0.2) as server:
+        model = {"backend": "openai", "name": "loopback-vlm", "base_url": server.url, "api_key_env": KEY_ENV}
+        model |= {"concurrency": 2, "timeout_s": 30, "max_retries": 0, "video_input": True}
+        variants = [{"kind": "strip"}, FRAMES4, NATIVE]
+        changes = {"model": model, "baselines": [], "fetch": {"limit": 4}, "frames": {"variants": variants}}
+        write_params(root, {"egonormia": changes | {"infer": {"settings": ["video"]}}})
+        env = tool_env(**{KEY_ENV: "sk-variants"})
+        ready = dvc(root, "repro", "egonormia_describe")
+        assert ready.returncode == 0, ready.stdout[-2000:] + ready.stderr[-2000:]
+        server.policy = KeyedPolicy.from_items(pd.read_parquet(root / ITEMS))  # every answer usable: every call made
+        run = subprocess.Popen(
+            ["dvc", "repro", "egonormia_infer"], cwd=root, env=env, start_new_session=True, stderr=subprocess.PIPE
+        )
+        deadline = time.monotonic() + 300
+        while len(server.requests) < 6:
+            assert time.monotonic() < deadline and run.poll() is None, "no model calls"
+            time.sleep(0.02)
+        os.killpg(run.pid, signal.SIGKILL)
+        run.communicate(timeout=60)
+        with sqlite3.connect(root / ".egoeval-cache/responses.sqlite") as db:
+            kept = db.execute("SELECT count(*) FROM responses").fetchone()[0]
+        first = len(server.requests)
+        resumed = dvc(root, "repro", "egonormia_infer", **{KEY_ENV: "sk-variants"})
+        assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
+        second = len(server.requests) - first
+        written = (root / RESPONSES).read_bytes()
+        forced = dvc(root, "repro", "-f", "-s", "egonormia_infer", **{KEY_ENV: "sk-variants"})
+        assert forced.returncode == 0, forced.stdout[-2000:] + forced.stderr[-2000:]
+        assert len(server.requests) == first + second  # every answer from the response cache
+    responses = pd.read_parquet(root / RESPONSES)
+    assert (root / RESPONSES).read_bytes() == written
+    assert sorted(set(responses["setting"])) == ["video", "video:frames4", "video:native"]
+    assert (responses["error"] == "").all() and not responses["response"].isna().any()
+    calls = responses["request_key"].nunique()
+    assert 0 < kept < calls and second == calls - kept  # the rerun paid only for what the killed run had not kept
+    kinds = {tuple(p["type"] for p in r.body["messages"][0]["content"]) for r in server.requests}
+    assert kinds == {("image_url", "text"), ("text", "image_url") * 4 + ("text",), ("video_url", "text")}

@@ -363,3 +363,13 @@ def test_every_variant_through_dvc_repro_with_the_cache_a_kill_and_a_resume(tmp_
     assert 0 < kept < calls and second == calls - kept  # the rerun paid only for what the killed run had not kept
     kinds = {tuple(p["type"] for p in r.body["messages"][0]["content"]) for r in server.requests}
     assert kinds == {("image_url", "text"), ("text", "image_url") * 4 + ("text",), ("video_url", "text")}
+
+
+def test_a_reencoded_clip_is_the_same_bytes_every_time(tmp_path: Path) -> None:
+    """The native variant's clip enters its requests' keys: a rerun of the frames stage must not move them."""
+    from egoeval.video import encode_mp4
+
+    frames = np.random.default_rng(0).integers(0, 256, (10, 33, 49, 3), dtype=np.uint8)
+    first = encode_mp4(frames, 5.0)
+    assert first == encode_mp4(frames, 5.0) and first[4:8] == b"ftyp"
+    assert mp4_shape(first) == (10, 48, 32)  # odd sides cut to even

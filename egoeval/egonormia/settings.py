@@ -97,7 +97,7 @@ class VideoVariant(Section):
 
     kind: Literal["strip", "frames", "native"]
     count: Annotated[int, Field(ge=1, le=MAX_VARIANT_FRAMES)] | None = None  # frames
-    per_second: Annotated[float, Field(gt=0, le=MAX_VIDEO_FPS)] | None = None  # frames
+    per_second: Annotated[float, Field(ge=0.05, le=MAX_VIDEO_FPS)] | None = None  # frames (a name without exponent)
     height: Annotated[int, Field(ge=16, le=MAX_IMAGE_SIDE)] | None = None  # frames (required), native (re-encode)
     fps: Annotated[float, Field(gt=0, le=MAX_VIDEO_FPS)] | None = None  # native: re-encode at this frame rate
     max_bytes: Annotated[int, Field(ge=1024, le=MAX_CLIP_BYTES)] | None = None  # native (required)
@@ -179,13 +179,6 @@ class FramesSettings(Section):
     variants: Annotated[
         list[VideoVariant], Field(min_length=1, max_length=8), AfterValidator(_one_strip_unique_names)
     ] = [STRIP]  # noqa: RUF012 - the settings are frozen
-
-    def variant(self, name: str) -> VideoVariant:
-        """The variant whose rows are named ``name``; KeyError when none is."""
-        for variant in self.variants:
-            if variant.name == name:
-                return variant
-        raise KeyError(name)
 
 
 class DescribeSettings(Section):

@@ -23,6 +23,7 @@ from egoeval.egonormia.descriptions import from_dataset
 from egoeval.egonormia.estimate import estimate, video_tokens
 from egoeval.egonormia.frames import write_frames
 from egoeval.egonormia.inference import inference_inputs, run_inference
+from egoeval.egonormia.ledger import answer_ledgers
 from egoeval.egonormia.paired import Run, compare_models, paired_table
 from egoeval.egonormia.protocols import frames_parts, native_parts, strip_parts
 from egoeval.egonormia.protocols import official as official_protocol
@@ -176,12 +177,16 @@ def test_every_variant_end_to_end_through_the_loopback_endpoint(tmp_path: Path, 
         else:
             by_parts["video"].append(request.body)
             assert kinds == ["image_url", "text"]
+    ledgers = answer_ledgers(responses, {"keyed-vlm": None})
     for setting, bodies in by_parts.items():
         answered = responses[(responses["setting"] == setting) & responses["response"].notna()]
         assert len(bodies) == len(answered) == predicted[setting]["calls"] == predicted[setting]["new"] > 0
         # every image and clip by the endpoint's rule; the text differs only where a justification call quotes the
         # behaviour the estimate's stand-in reply chose (a few characters)
         assert abs(predicted[setting]["prompt_tokens"] - sum(map(prompt_usage, bodies))) <= 2 * len(bodies)
+        # the metrics' ledger: each variant's own calls and the tokens the endpoint reported for them
+        assert ledgers[setting, "keyed-vlm"]["calls"] == len(bodies)
+        assert ledgers[setting, "keyed-vlm"]["prompt_tokens"] == sum(map(prompt_usage, bodies))
     frames_body = by_parts["video:frames4"][0]["messages"][0]["content"]
     stamps = [part["text"] for part in frames_body[0:8:2]]
     assert stamps[0] == "Frame 1 of 4, at 0.00 s:" and stamps[-1].startswith("Frame 4 of 4, at ")

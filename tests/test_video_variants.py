@@ -298,7 +298,7 @@ def test_the_leaderboard_marks_a_variant_and_never_ranks_published_figures_in_it
 
     from test_html_report import entry
 
-    from egoeval.egonormia.report import leaderboard
+    from egoeval.egonormia.report import leaderboard, ledger_section
 
     metrics = {"video": {"m": entry(30.0, 10.0)}, "video:frames8": {"m": entry(40.0, 20.0)}}
     figures = {"action": 45.5, "justification": 18.2, "both": 9.1, "sensible_iou": 25.0, "n": 11}
@@ -316,6 +316,9 @@ def test_the_leaderboard_marks_a_variant_and_never_ranks_published_figures_in_it
     assert "published · eval" in strip  # ranked among ours in the official setting only
     variant_rows = re.findall(r"<tr>(.*?)</tr>", variant.split("<tbody>")[1].split("</tbody>")[0])
     assert len(variant_rows) == 1 and "published" not in variant_rows[0] and "<td>m</td>" in variant_rows[0]
+    ledger = ledger_section(metrics)  # every table that shows a variant's rows marks them
+    assert '<td>video:frames8 <span class="tag">not the official protocol</span></td>' in ledger
+    assert "<td>video</td>" in ledger
 
 
 @pytest.mark.slow

@@ -163,8 +163,7 @@ def leaderboard(
                     + ["", "", ""]
                 )
                 chart_published += [(setting, model, m, entry[m]) for m in METRICS if m in entry]
-        heading = esc(setting) + (f' <span class="tag">{NOT_OFFICIAL}</span>' if is_variant(setting) else "")
-        parts.append(f"<h3>{heading}</h3>{table(header, rows, 'leaderboard')}")
+        parts.append(f"<h3>{setting_cell(setting)}</h3>{table(header, rows, 'leaderboard')}")
         if theirs and not together:
             apart = {m: _published_entry(f, bundled) for m, f in theirs.items()}
             published_rows = [
@@ -206,13 +205,18 @@ def leaderboard(
     )
 
 
+def setting_cell(setting: str) -> str:
+    """A setting as a table shows it: a video variant other than the strip marked as not the official protocol."""
+    return esc(setting) + (f' <span class="tag">{NOT_OFFICIAL}</span>' if is_variant(setting) else "")
+
+
 def category_section(categories: pd.DataFrame) -> str:
     require_columns(categories, ("setting", "model", "category", "n", "accuracy"), CATEGORIES_FILE)
     chart = grouped_bars(
         categories, "setting", "category", "model", "accuracy", "action accuracy %", "egonormia-cat", count="n"
     )
     rows = [
-        [esc(r.setting), esc(r.model), esc(r.category), esc(r.n), fmt(r.accuracy)]
+        [setting_cell(r.setting), esc(r.model), esc(r.category), esc(r.n), fmt(r.accuracy)]
         for r in categories.itertuples(index=False)
     ]
     return (
@@ -290,7 +294,7 @@ def clip_card(
         errors = [str(getattr(row, f"{s}_error")) for s in ("action", "justification", "sensible")]
         answered.append(
             [
-                esc(row.setting),
+                setting_cell(row.setting),
                 esc(row.model),
                 _choice(int(row.action), {correct}),
                 _choice(int(row.justification), {correct}),
@@ -362,7 +366,7 @@ def ledger_section(metrics: dict[str, Any]) -> str:
             ledger = entry.get("ledger") or {}
             cost = "–" if ledger.get("cost_usd") is None else f"{ledger['cost_usd']:.4f}"
             rows.append(
-                [esc(setting), esc(model)]
+                [setting_cell(setting), esc(model)]
                 + [count(ledger.get(k)) for k in ("calls", "calls_without_usage", "prompt_tokens", "completion_tokens")]
                 + [f"≥ {cost}" if ledger.get("cost_is_lower_bound") else cost]
             )

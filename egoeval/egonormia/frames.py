@@ -224,7 +224,8 @@ def write_frames(settings: FramesSettings) -> None:
                 indexes[variant.name] = extract_variant(items, FETCHED, work / variant.folder, settings, variant)
                 write_parquet(work / variant.folder / "index.parquet", indexes[variant.name])
     for name, table in indexes.items():
+        said = "frames: " if name == "video" else f"frames: {name}: "  # the strip's lines as they always were
         failed = table[table["error"] != ""]
         for row in failed.itertuples(index=False):
-            print(f"frames: {name}: {row.id}: {row.error}", file=sys.stderr)
-        print(f"frames: {name}: {len(table) - len(failed)} of {len(table)} clips extracted", file=sys.stderr)
+            print(f"{said}{row.id}: {row.error}", file=sys.stderr)
+        print(f"{said}{len(table) - len(failed)} of {len(table)} clips extracted", file=sys.stderr)

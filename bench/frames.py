@@ -19,6 +19,9 @@ barely moves when other jobs share the cores, the wall time does).
 Goal (issue 8): the stage in at most 1/1.8 of the decode bound's time on 2 cores, and faster than the threaded
 ffmpeg command; issue 29: decord's reader beside PyAV's, the faster one selectable. The ffmpeg binary comes from
 the ``imageio-ffmpeg`` package (``pip install -e '.[bench]'``).
+
+Issue 31: then each video variant's preparation beside the strip's on the same clips (``run_variants``; alone:
+``python -m bench.frames variants``), one run each.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from __future__ import annotations
 import os
 import resource
 import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -36,8 +40,8 @@ import pandas as pd
 from videos import write_h264
 
 from bench import OUT, save
-from egoeval.egonormia.frames import extract_frames
-from egoeval.egonormia.settings import FramesSettings
+from egoeval.egonormia.frames import extract_frames, extract_variant
+from egoeval.egonormia.settings import MAX_CLIP_BYTES, FramesSettings, VideoVariant
 from egoeval.video import FRAME_READERS
 
 CLIPS, SECONDS, FPS, WIDTH, HEIGHT = 4, 10, 30, 1920, 1080
@@ -179,8 +183,75 @@ def run() -> dict[str, Any]:
         f"decord / pyav = {result['decord_over_pyav']}x (CPU {result['decord_over_pyav_cpu']}x); "
         f"bound / ceiling = {result['bound_over_ceiling']}x"
     )
+    return result | {"variants": run_variants()["variants"]}
+
+
+VARIANTS = (  # each video variant's preparation (issue 31), beside the strip's; frames 360 px high as the strip's
+    VideoVariant(kind="frames", count=8, height=FRAME_HEIGHT),
+    VideoVariant(kind="native", max_bytes=MAX_CLIP_BYTES),  # the clip as fetched (checked, first and last frame)
+    VideoVariant(kind="native", max_bytes=MAX_CLIP_BYTES, height=FRAME_HEIGHT, fps=2.0),  # re-encoded
+)
+
+
+def run_variants() -> dict[str, Any]:
+    """``python -m bench.frames variants``: the frames stage's preparation of each video variant on the same clips,
+    reader decord, ``workers`` = the cores, one run each: wall seconds and the clips' video frames per wall second (the
+    rate at which context video is prepared), and the frames (or bytes) each variant sends per clip."""
+    clips = make_clips(OUT / "frames_h264_1080p")
+    cores = os.cpu_count() or 1
+    work = OUT / "frames_variants"
+    work.mkdir(parents=True, exist_ok=True)
+    items = pd.DataFrame({"id": [p.stem for p in clips], "video": [p.name for p in clips], "strip": ""})
+    settings = FramesSettings(
+        source="video",
+        reader="decord",
+        fps=1,
+        frame_height=FRAME_HEIGHT,
+        max_width=8000,
+        jpeg_quality=90,
+        workers=cores,
+    )
+    video_frames = CLIPS * SECONDS * FPS
+    rows: dict[str, dict[str, Any]] = {}
+    wall, cpu = _timed(lambda: extract_frames(items, clips[0].parent, work, settings))
+    rows["video (strip, 10 frames at 1 fps)"] = {"seconds": wall, "cpu_seconds": cpu, "sent_per_clip": "1 image"}
+    indexes: dict[str, pd.DataFrame] = {}
+    for variant in VARIANTS:
+        out = work / f"{variant.folder}-{variant.height or 'copy'}"
+        wall, cpu = _timed(
+            lambda v=variant, o=out: indexes.__setitem__(
+                o.name, extract_variant(items, clips[0].parent, o, settings, v)
+            )
+        )
+        index = indexes[out.name]
+        assert (index["error"] == "").all(), index["error"].tolist()
+        size = sum((out / name).stat().st_size for files in index["files"] for name in files)
+        sent = (
+            f"{len(index['files'].iloc[0])} images"
+            if variant.kind == "frames"
+            else f"{size / CLIPS / 2**20:.1f} MiB clip"
+        )
+        how = f"re-encoded {variant.height} px, {variant.fps or 0:g} fps" if variant.height else "copied"
+        label = variant.name + ("" if variant.kind == "frames" else f" ({how})")
+        rows[label] = {"seconds": wall, "cpu_seconds": cpu, "sent_per_clip": sent}
+    for row in rows.values():
+        row["video_frames_per_s"] = round(video_frames / row["seconds"], 1)
+        row["seconds"], row["cpu_seconds"] = round(row["seconds"], 3), round(row["cpu_seconds"], 3)
+    result = {"clips": f"{CLIPS} x {SECONDS} s, {WIDTH}x{HEIGHT}, {FPS} fps, H.264, 1 keyframe", "cores": cores}
+    result["variants"] = rows
+    save("frames_variants", result)
+    print(
+        f"| variant ({CLIPS} clips x {SECONDS} s 1080p H.264, {cores} workers, decord) | seconds | CPU seconds | "
+        "video frames/s | sent per clip |"
+    )
+    print("|---|---|---|---|---|")
+    for label, row in rows.items():
+        print(
+            f"| {label} | {row['seconds']:.2f} | {row['cpu_seconds']:.2f} | {row['video_frames_per_s']:,.0f} | "
+            f"{row['sent_per_clip']} |"
+        )
     return result
 
 
 if __name__ == "__main__":
-    run()
+    run_variants() if sys.argv[1:] == ["variants"] else run()

@@ -12,6 +12,7 @@ less CPU: BENCHMARKS.md). A file either cannot read is an InputError naming it.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import math
 import os
@@ -47,13 +48,41 @@ def sample_indices(video_frames: int, video_fps: float, fps: float) -> tuple[lis
     return indices, times
 
 
-def _checked_sampling(path: Path, video_frames: int, video_fps: float, fps: float) -> tuple[list[int], list[float]]:
-    """``sample_indices`` for a video whose metadata is plausible; InputError naming ``path`` otherwise."""
+def uniform_indices(video_frames: int, video_fps: float, count: int) -> tuple[list[int], list[float]]:
+    """Frame numbers and times of ``count`` frames spread uniformly over the video, the first and the last frame
+    included (``numpy.linspace`` over the frame numbers, rounded; as lmms-eval samples N frames), each once: a
+    video shorter than ``count`` frames gives all its frames."""
+    indices = sorted({round(x) for x in np.linspace(0, video_frames - 1, min(count, video_frames))})
+    return indices, [index / video_fps for index in indices]
+
+
+Sampler = Callable[[int, float], tuple[list[int], list[float]]]
+"""Which frames to decode: (frame count, frame rate) -> (frame numbers, their times in seconds)."""
+
+
+def at_rate(fps: float) -> Sampler:
+    """``fps`` frames a second from t = 0 (``sample_indices``)."""
+    return functools.partial(_at_rate, fps=fps)
+
+
+def _at_rate(video_frames: int, video_fps: float, fps: float) -> tuple[list[int], list[float]]:
+    return sample_indices(video_frames, video_fps, fps)
+
+
+def spread(count: int) -> Sampler:
+    """``count`` frames over the whole video (``uniform_indices``)."""
+    return functools.partial(uniform_indices, count=count)
+
+
+def _checked_sampling(
+    path: Path, video_frames: int, video_fps: float, sampler: Sampler
+) -> tuple[list[int], list[float]]:
+    """``sampler``'s frames of a video whose metadata is plausible; InputError naming ``path`` otherwise."""
     if not (MIN_FPS <= video_fps <= MAX_FPS) or not math.isfinite(video_fps):
         raise InputError(path, f"implausible frame rate in the metadata: {video_fps!r} fps")
     if video_frames <= 0:
         raise InputError(path, "video has no frames")
-    return sample_indices(video_frames, video_fps, fps)
+    return sampler(video_frames, video_fps)
 
 
 def _reason(error: Exception) -> str:
@@ -62,7 +91,7 @@ def _reason(error: Exception) -> str:
     return (lines[0] if lines else type(error).__name__)[:200]
 
 
-def _read_with_decord(path: Path, fps: float, height: int | None) -> SampledFrames:
+def _read_with_decord(path: Path, sampler: Sampler, height: int | None) -> SampledFrames:
     """The sampled frames, read by decord one at a time in order (each decoded from its keyframe, or on from the
     previous one when that is nearer) and scaled at once."""
     import decord
@@ -73,7 +102,7 @@ def _read_with_decord(path: Path, fps: float, height: int | None) -> SampledFram
     except Exception as error:  # decord raises DECORDError (a RuntimeError) for whatever FFmpeg cannot open
         raise InputError(path, f"cannot open video: {_reason(error)}") from None
     video_fps, video_frames = float(reader.get_avg_fps()), len(reader)
-    indices, times = _checked_sampling(path, video_frames, video_fps, fps)
+    indices, times = _checked_sampling(path, video_frames, video_fps, sampler)
     try:
         frames = [_scaled(reader[index].asnumpy(), height) for index in indices]
     except Exception as error:
@@ -85,7 +114,7 @@ def _frame_index(pts: int, start: int, time_base: float, fps: float) -> int:
     return round((pts - start) * time_base * fps)
 
 
-def _read_with_pyav(path: Path, fps: float, height: int | None) -> SampledFrames:
+def _read_with_pyav(path: Path, sampler: Sampler, height: int | None) -> SampledFrames:
     """The sampled frames, demuxed by PyAV with every unneeded non-reference frame skipped, scaled at once."""
     import av  # imported here: PyAV loads FFmpeg's libraries
 
@@ -104,7 +133,7 @@ def _read_with_pyav(path: Path, fps: float, height: int | None) -> SampledFrames
         video_frames = int(stream.frames)
         if video_frames <= 0 and stream.duration is not None and MIN_FPS <= video_fps <= MAX_FPS:
             video_frames = round(float(stream.duration * stream.time_base) * video_fps)
-        indices, times = _checked_sampling(path, video_frames, video_fps, fps)
+        indices, times = _checked_sampling(path, video_frames, video_fps, sampler)
         wanted = set(indices)
         time_base = float(stream.time_base)
         start = stream.start_time or 0
@@ -130,7 +159,7 @@ def _read_with_pyav(path: Path, fps: float, height: int | None) -> SampledFrames
     return SampledFrames(np.stack([found[i] for i in indices]), times, indices, video_fps, video_frames)
 
 
-FrameReader = Callable[[Path, float, int | None], SampledFrames]
+FrameReader = Callable[[Path, Sampler, int | None], SampledFrames]
 # name (the egonormia.frames.reader param) -> (the module that loads its FFmpeg libraries, the reader)
 FRAME_READERS: dict[str, tuple[str, FrameReader]] = {
     "decord": ("decord", _read_with_decord),
@@ -146,20 +175,23 @@ def load_frame_reader(name: str) -> None:
     importlib.import_module(FRAME_READERS[name][0])
 
 
-def read_sampled_frames(path: str | Path, fps: float, height: int | None = None, *, reader: str) -> SampledFrames:
-    """Decode what sampling ``fps`` frames per second needs, with frame reader ``reader`` (``FRAME_READERS``);
-    InputError naming the file on a bad video.
+def read_sampled_frames(
+    path: str | Path, fps: float | Sampler, height: int | None = None, *, reader: str
+) -> SampledFrames:
+    """Decode what sampling ``fps`` frames per second needs (or the frames a ``Sampler`` names: ``spread(n)``), with
+    frame reader ``reader`` (``FRAME_READERS``); InputError naming the file on a bad video.
 
     With ``height``, each sampled frame is scaled to that height as soon as it is decoded (as ``frame_strip`` would
     scale it), so full-resolution copies are never kept.
     """
+    sampler = at_rate(fps) if isinstance(fps, int | float) else fps
     load_frame_reader(reader)
     path = Path(path)
     if not path.is_file():
         raise InputError(path, "video file is missing")
     if path.stat().st_size == 0:
         raise InputError(path, "video file is empty (0 bytes)")
-    return FRAME_READERS[reader][1](path, fps, height)
+    return FRAME_READERS[reader][1](path, sampler, height)
 
 
 def _scaled(frame: np.ndarray, height: int | None) -> np.ndarray:
@@ -205,3 +237,39 @@ def read_pinned_image(
     if image is None:
         raise InputError(path, "cannot read this frame image")
     return image
+
+
+def encode_mp4(frames: np.ndarray, fps: float) -> bytes:
+    """RGB frames ``(n, height, width, 3)`` as an MP4 (OpenCV's ``mp4v`` writer, which decord, PyAV and vLLM's
+    OpenCV video loader read) at ``fps`` frames a second; a frame's odd width or height is cut to even first."""
+    import tempfile
+
+    height, width = frames.shape[1] // 2 * 2, frames.shape[2] // 2 * 2
+    with tempfile.TemporaryDirectory(prefix="egoeval-mp4-") as folder:
+        path = Path(folder) / "clip.mp4"
+        writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), float(fps), (width, height))
+        if not writer.isOpened():
+            raise RuntimeError("OpenCV cannot write mp4v video here")
+        try:
+            for frame in frames:
+                writer.write(cv2.cvtColor(np.ascontiguousarray(frame[:height, :width]), cv2.COLOR_RGB2BGR))
+        finally:
+            writer.release()
+        return path.read_bytes()
+
+
+def mp4_shape(data: bytes) -> tuple[int, int, int]:
+    """(frames, width, height) of an MP4's first video stream as its header states them (PyAV; nothing decoded);
+    ValueError when it holds no readable video stream."""
+    import io
+
+    import av
+
+    try:
+        with av.open(io.BytesIO(data)) as container:
+            if not container.streams.video:
+                raise ValueError("no video stream")
+            stream = container.streams.video[0]
+            return int(stream.frames), int(stream.codec_context.width), int(stream.codec_context.height)
+    except av.error.FFmpegError as error:
+        raise ValueError(f"not a readable MP4: {_reason(error)}") from None

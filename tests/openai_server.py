@@ -9,7 +9,8 @@ its content, or raises ``Fault``; a completion reports ``usage``, ``prompt_usage
 schedule (the n-th request overall), per distinct request (its first k attempts) or at random by fraction. Replies
 name the requested model as served unless ``served_model`` says otherwise; ``echo_auth`` starts every completion
 with the request's Authorization header, as a careless proxy might. It records every request (headers and JSON
-body) and the peak number of requests in flight.
+body: several ``image_url`` parts in one message, and ``video_url`` parts as vLLM accepts them) and the peak number of
+requests in flight.
 
 It also offers the OpenAI Batch API (``POST /v1/files``, ``POST /v1/batches``, ``GET /v1/batches[/{id}]``,
 ``GET /v1/files/{id}/content``): each line of a batch is answered as the same request sent online would be (the
@@ -444,13 +445,15 @@ def _batch_reply(server: OpenAIServer, fault: str | None, body: dict[str, Any]) 
 
 def prompt_usage(body: Mapping[str, Any]) -> int:
     """The prompt tokens this server reports: text at 4 characters a token, each image by OpenAI's rule for the
-    gpt-4o class (``egoeval.egonormia.estimate``), as an endpoint's ``usage`` counts them."""
+    gpt-4o class, each ``video_url`` clip by Qwen2-VL's (``egoeval.egonormia.estimate``), as an endpoint's ``usage``
+    counts them."""
     import base64
     import io
 
     from PIL import Image
 
-    from egoeval.egonormia.estimate import CHARS_PER_TOKEN, image_tokens
+    from egoeval.egonormia.estimate import CHARS_PER_TOKEN, image_tokens, video_tokens
+    from egoeval.video import mp4_shape
 
     chars, tokens = 0, 0
     for message in body.get("messages") or []:
@@ -462,6 +465,8 @@ def prompt_usage(body: Mapping[str, Any]) -> int:
                 data = base64.b64decode(part["image_url"]["url"].split(",", 1)[1])
                 with Image.open(io.BytesIO(data)) as image:
                     tokens += image_tokens(*image.size)
+            elif part.get("type") == "video_url":  # vLLM's video content part: a data URL of an MP4
+                tokens += video_tokens(*mp4_shape(base64.b64decode(part["video_url"]["url"].split(",", 1)[1])))
     return tokens + -(-chars // CHARS_PER_TOKEN)
 
 

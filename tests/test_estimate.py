@@ -143,7 +143,7 @@ def test_the_estimate_equals_the_calls_and_cached_share_of_the_run(reproduced: P
         assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
         sent = [r.body for r in server.requests[before:]]
     rows = [r for r in json.loads(estimated.stdout) if r["model"] == "loopback-vlm"]
-    assert {r["setting"] for r in rows} == {"blind", "pipeline", "video"}
+    assert {r["setting"] for r in rows} == {"blind", "pipeline", "video", "video:frames8"}  # each video variant
     new, cached = sum(r["new"] for r in rows), sum(r["cached"] for r in rows)
     assert new > 0 and cached > 0  # a mixed run: the test sees both shares
     assert new == len(sent)  # the server counts every request
@@ -158,7 +158,9 @@ def test_the_estimate_equals_the_calls_and_cached_share_of_the_run(reproduced: P
     scored = dvc(root, "repro", "egonormia_score")
     assert scored.returncode == 0, scored.stdout[-3000:] + scored.stderr[-3000:]
     metrics = json.loads((root / "metrics/egonormia.json").read_text())
-    answers = [metrics[setting]["loopback-vlm"]["ledger"] for setting in ("blind", "pipeline", "video")]
+    answers = [
+        metrics[setting]["loopback-vlm"]["ledger"] for setting in ("blind", "pipeline", "video", "video:frames8")
+    ]
     assert sum(entry["calls"] for entry in answers) == new + cached
     assert sum(entry["prompt_tokens"] for entry in answers) > ledger["prompt_tokens"]  # the cached calls' too
     for entry in answers:

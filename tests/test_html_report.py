@@ -359,7 +359,9 @@ def test_the_stage_writes_a_self_contained_page_that_a_rerun_reproduces(reproduc
     # the sample is not the published data: its runs stand apart from the published rows egohumans.compare maps
     assert "bytetrack-file: IDF1" not in page and "<code>bytetrack-file</code> (mapped to ByteTrack)" in page
     # the leaderboard shows every (setting, model) with its interval, and the categories chart is there
-    assert page.count('<table class="leaderboard">') == 3 and "[95% CI]" in page
+    # (blind, pipeline, video and the sample's second video variant, marked as not the official protocol)
+    assert page.count('<table class="leaderboard">') == 4 and "[95% CI]" in page
+    assert '<h3>video:frames8 <span class="tag">not the official protocol</span></h3>' in page
     assert re.search(r'<figure class="category-chart"><svg ', page)
     again = report(reproduced, "--out", str(tmp_path / "again.html"))
     assert again.returncode == 0, again.stderr

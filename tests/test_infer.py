@@ -104,6 +104,7 @@ def model_spec(server: OpenAIServer, **extra: Any) -> dict[str, Any]:
         "batch_poll_s": 30,
         "batch_deadline_s": 86400,
         "batch_max_requests": 50000,
+        "video_input": False,
         **extra,
     }
 
@@ -280,6 +281,7 @@ def write_stage_inputs(root: Path, items: pd.DataFrame, model: dict[str, Any], *
     params = {
         "egonormia": {
             "describe": {"source": "dataset"},
+            "frames": {"variants": [{"kind": "strip"}]},  # the frames folder written here holds the strip only
             "model": model,
             "baselines": [],
             "infer": {

@@ -330,7 +330,11 @@ def is_frames_python(cmd: str) -> bool:
 def test_a_sigkilled_frames_stage_takes_its_workers_along_and_the_next_run_cleans_up(workspace: Path) -> None:
     prepare(workspace, lambda p: p["egonormia"]["frames"].update(jpeg_quality=80), target="params")
     frames = workspace / "data/egonormia/frames"
-    before = {p.name: p.read_bytes() for p in frames.iterdir()}
+
+    def frames_files() -> dict[str, bytes]:  # the strips and each video variant's folder of files
+        return {str(p.relative_to(frames)): p.read_bytes() for p in sorted(frames.rglob("*")) if p.is_file()}
+
+    before = frames_files()
     repro = subprocess.Popen(
         ["dvc", "repro", "egonormia_frames"],
         cwd=workspace,
@@ -366,12 +370,12 @@ def test_a_sigkilled_frames_stage_takes_its_workers_along_and_the_next_run_clean
     # DVC sees the kill itself (-9) where $SHELL execs the command (bash), the shell's 128 + 9 where it forks (dash)
     assert repro.returncode != 0 and ("exited with -9" in err or "exited with 137" in err), err[-2000:]
     wait_for(lambda: not any(alive(pid) for pid in workers), "the workers to die with their stage", timeout_s=5)
-    assert {p.name: p.read_bytes() for p in frames.iterdir()} == before  # the last good frames
+    assert frames_files() == before  # the last good frames
     assert leftovers(workspace) == [f"data/egonormia/.frames.egoeval-new-{stage_pid}"]  # what it had decoded
 
     again = dvc(workspace, "repro", "egonormia_frames")  # the frames are still to make: the next run cleans up
     assert again.returncode == 0 and "frames: 16 of 16 clips extracted" in again.stderr, again.stderr[-2000:]
-    assert leftovers(workspace) == [] and sorted(p.name for p in frames.iterdir()) == sorted(before)
+    assert leftovers(workspace) == [] and sorted(frames_files()) == sorted(before)
 
 
 def test_sigterm_stops_the_nightly_flow_its_stage_and_its_server(workspace: Path, tmp_path: Path) -> None:

@@ -28,7 +28,19 @@ class ImagePart:
         return hashlib.sha256(self.jpeg).hexdigest()
 
 
-Part = TextPart | ImagePart
+@dataclass(frozen=True)
+class VideoPart:
+    """A video clip given as MP4 bytes (sent as a ``video_url`` data URL, the form vLLM's OpenAI-compatible server
+    reads)."""
+
+    mp4: bytes = field(repr=False)
+
+    @cached_property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.mp4).hexdigest()
+
+
+Part = TextPart | ImagePart | VideoPart
 
 
 @dataclass(frozen=True)
@@ -166,6 +178,8 @@ class Backend(ABC):
 
     name: ClassVar[str]
     supports_images: ClassVar[bool]
+    # video parts: True (read or ignored alike), False (never sent one), None (as the model entry's video_input says)
+    supports_video: ClassVar[bool | None]
 
     def __init__(self, model: str) -> None:
         self.model = model
@@ -191,6 +205,8 @@ class Backend(ABC):
 def _canonical_part(part: Part) -> dict[str, str]:
     if isinstance(part, ImagePart):
         return {"type": "image_jpeg", "sha256": part.sha256}
+    if isinstance(part, VideoPart):
+        return {"type": "video_mp4", "sha256": part.sha256}
     return {"type": "text", "text": part.text}
 
 

@@ -14,6 +14,7 @@ from egoeval.errors import CallRefused
 class ChanceBackend(Backend):
     name: ClassVar[str] = "random"
     supports_images: ClassVar[bool] = True  # it looks at nothing, so every setting is fine
+    supports_video: ClassVar[bool | None] = True  # it looks at nothing
 
     def __init__(self, model: str, seed: int = 0) -> None:
         super().__init__(model)

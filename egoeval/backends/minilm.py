@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from egoeval.backends.base import Backend, ChatRequest, ImagePart, ModelEntry, Reply, answer_line
+from egoeval.backends.base import Backend, ChatRequest, ModelEntry, Reply, TextPart, answer_line
 from egoeval.errors import CallRefused
 
 _LOAD_LOCK = threading.Lock()
@@ -37,6 +37,7 @@ def load_encoder() -> Any:
 class MiniLMBackend(Backend):
     name: ClassVar[str] = "minilm"
     supports_images: ClassVar[bool] = False
+    supports_video: ClassVar[bool | None] = False
 
     def __init__(self, model: str) -> None:
         super().__init__(model)
@@ -60,8 +61,8 @@ class MiniLMBackend(Backend):
 
     def complete(self, request: ChatRequest) -> Reply:
         question = request.choices
-        images = any(isinstance(part, ImagePart) for message in request.messages for part in message.content)
-        if question is None or images:
+        pixels = any(not isinstance(part, TextPart) for message in request.messages for part in message.content)
+        if question is None or pixels:
             raise CallRefused("the minilm baseline answers text-only multiple-choice questions only")
         vectors = self.embed([question.context, *question.options])
         similarity = vectors[1:] @ vectors[0]

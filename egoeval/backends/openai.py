@@ -36,7 +36,17 @@ from typing import Any, ClassVar
 import httpcore
 import httpx
 
-from egoeval.backends.base import Backend, ChatRequest, ImagePart, Message, ModelEntry, Reply, redact
+from egoeval.backends.base import (
+    Backend,
+    ChatRequest,
+    ImagePart,
+    Message,
+    ModelEntry,
+    Reply,
+    TextPart,
+    VideoPart,
+    redact,
+)
 from egoeval.backends.usage import usage_counts
 from egoeval.errors import CallRefused, CallRetryable, EndpointDown, EndpointError, RequestRejected
 
@@ -82,15 +92,18 @@ def parse_retry_after(value: str | None) -> float | None:
 
 def _message_json(message: Message, content_as_parts: bool = False) -> dict[str, Any]:
     """One message as the API wants it: a lone text as a plain string unless ``content_as_parts``, else a list of
-    parts in their order (images as data URLs)."""
+    parts in their order (images and videos as data URLs)."""
     parts = message.content
-    if not content_as_parts and len(parts) == 1 and not isinstance(parts[0], ImagePart):
+    if not content_as_parts and len(parts) == 1 and isinstance(parts[0], TextPart):
         return {"role": message.role, "content": parts[0].text}
     content: list[dict[str, Any]] = []
     for part in parts:
         if isinstance(part, ImagePart):
             url = "data:image/jpeg;base64," + base64.b64encode(part.jpeg).decode("ascii")
             content.append({"type": "image_url", "image_url": {"url": url}})
+        elif isinstance(part, VideoPart):  # vLLM's OpenAI-compatible server: a video_url part (data URL or URL)
+            url = "data:video/mp4;base64," + base64.b64encode(part.mp4).decode("ascii")
+            content.append({"type": "video_url", "video_url": {"url": url}})
         else:
             content.append({"type": "text", "text": part.text})
     return {"role": message.role, "content": content}
@@ -286,6 +299,7 @@ def _shape(content: Any) -> str:
 class OpenAIBackend(Backend):
     name: ClassVar[str] = "openai"
     supports_images: ClassVar[bool] = True
+    supports_video: ClassVar[bool | None] = None  # the endpoint's model entry declares it (video_input)
 
     def __init__(self, model: str, base_url: str, api_key_env: str | None, timeout_s: float, connections: int) -> None:
         """``connections``: the HTTP connection pool's size (``from_spec``: the model's ``concurrency``, so that every

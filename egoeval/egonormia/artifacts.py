@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -17,11 +18,31 @@ from egoeval.io.bounded import read_parquet
 from egoeval.io.paths import data_file
 
 SETTINGS = ("blind", "pipeline", "video")  # what the model sees: options only, a scene description, frames
+VIDEO_VARIANT = re.compile(r"video:(?:frames\d+|frames\d+(?:\.\d+)?fps|native)")
+"""The name of a video variant's setting other than the strip (``egonormia.frames.variants``): not the official
+protocol's, never ranked among published figures."""
+
+
+def is_setting(name: str) -> bool:
+    """Whether a table's ``setting`` value is one of ``SETTINGS`` or a video variant's name."""
+    return name in SETTINGS or VIDEO_VARIANT.fullmatch(name) is not None
+
+
+def is_variant(name: str) -> bool:
+    """Whether a setting is a video variant other than the official strip (``video``)."""
+    return VIDEO_VARIANT.fullmatch(name) is not None
+
+
+def setting_kind(name: str) -> str:
+    """The setting a variant belongs to (``video:frames8`` -> ``video``); a setting of ``SETTINGS`` itself."""
+    return name.partition(":")[0]
+
+
 SUBTASKS = ("action", "justification", "sensible")
 
 FETCHED = Path("data/egonormia/fetched")  # the fetch stage's folder: items.parquet and videos/
 ITEMS = FETCHED / "items.parquet"
-FRAMES = Path("data/egonormia/frames")  # the frames stage's folder: <id>.jpg and index.parquet
+FRAMES = Path("data/egonormia/frames")  # the frames stage's folder: <id>.jpg, index.parquet, a folder per variant
 DESCRIPTIONS = Path("data/egonormia/descriptions.parquet")
 RESPONSES = Path("data/egonormia/responses.parquet")
 BATCHES = Path("data/egonormia/batches")  # backend openai_batch: every batch's request file (JSONL), as sent
@@ -116,6 +137,27 @@ def is_jpeg(data: bytes) -> bool:
     return data[:3] == b"\xff\xd8\xff"
 
 
+def _frames_file(folder: Path, name: str, clip_id: str) -> bytes:
+    """A file the frames stage indexed in ``folder`` for a clip; ArtifactUnavailable saying why it cannot be sent."""
+    if Path(name).name != name or name in {".", ".."}:
+        raise ArtifactUnavailable(f"frames unavailable: {name!r} is not a plain file name")
+    try:
+        return data_file(folder, name, folder / "index.parquet", clip_id).read_bytes()
+    except InputError as error:
+        raise ArtifactUnavailable(f"frames unavailable: {error}") from None
+    except OSError as error:
+        raise ArtifactUnavailable(f"frames unavailable: cannot read {name}: {error.strerror}") from None
+
+
+def _indexed(rows: dict[str, tuple[Any, str]], clip_id: str) -> Any:
+    if clip_id not in rows:
+        raise ArtifactUnavailable("frames unavailable: the clip is not in the frames index")
+    files, error = rows[clip_id]
+    if error or len(files) == 0:
+        raise ArtifactUnavailable(f"frames unavailable: {error or 'no image'}")
+    return files
+
+
 class FrameStore:
     """The frames stage's strips, one JPEG per clip, looked up through its index (failures recorded there)."""
 
@@ -124,19 +166,42 @@ class FrameStore:
         self._rows = {row.id: (row.image, row.error) for row in index.itertuples(index=False)}
 
     def jpeg(self, clip_id: str) -> bytes:
-        if clip_id not in self._rows:
-            raise ArtifactUnavailable("frames unavailable: the clip is not in the frames index")
-        image, error = self._rows[clip_id]
-        if not image:
-            raise ArtifactUnavailable(f"frames unavailable: {error or 'no image'}")
-        if Path(image).name != image or image in {".", ".."}:
-            raise ArtifactUnavailable(f"frames unavailable: {image!r} is not a plain file name")
-        try:
-            data = data_file(self.frames_dir, image, self.frames_dir / "index.parquet", clip_id).read_bytes()
-        except InputError as error:
-            raise ArtifactUnavailable(f"frames unavailable: {error}") from None
-        except OSError as error:
-            raise ArtifactUnavailable(f"frames unavailable: cannot read {image}: {error.strerror}") from None
+        image = _indexed(self._rows, clip_id)
+        data = _frames_file(self.frames_dir, image, clip_id)
         if not is_jpeg(data):
             raise ArtifactUnavailable(f"frames unavailable: {image} is not a JPEG")
+        return data
+
+
+MP4_BRAND = b"ftyp"  # an MP4's first box, at byte 4
+
+
+class VariantStore:
+    """A video variant's files per clip (``egoeval.egonormia.frames``: data/egonormia/frames/<folder>/, its index
+    columns id, files, times, error)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        index = read_table(folder / "index.parquet", ["id", "files", "times", "error"])
+        self._rows = {row.id: ((list(row.files), list(row.times)), row.error) for row in index.itertuples(index=False)}
+
+    def images(self, clip_id: str) -> tuple[tuple[float, bytes], ...]:
+        """A ``frames`` variant's JPEGs of a clip with their times (s), in time order."""
+        files, times = _indexed(self._rows, clip_id)
+        if len(files) != len(times):
+            raise ArtifactUnavailable(f"frames unavailable: {len(files)} files but {len(times)} time stamps")
+        frames = []
+        for name, time in zip(files, times, strict=True):
+            data = _frames_file(self.folder, name, clip_id)
+            if not is_jpeg(data):
+                raise ArtifactUnavailable(f"frames unavailable: {name} is not a JPEG")
+            frames.append((float(time), data))
+        return tuple(frames)
+
+    def video(self, clip_id: str) -> bytes:
+        """A ``native`` variant's MP4 of a clip."""
+        files, _ = _indexed(self._rows, clip_id)
+        data = _frames_file(self.folder, files[0], clip_id)
+        if data[4:8] != MP4_BRAND:
+            raise ArtifactUnavailable(f"frames unavailable: {files[0]} is not an MP4")
         return data

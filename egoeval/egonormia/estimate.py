@@ -11,7 +11,10 @@ bound.
 Tokens of a new call: its prompt tokens are the mean the endpoint reported (``usage``, kept in the cache's meta)
 for the cached calls of the same model, setting and question; without any, the prompt's text at 4 characters a
 token (OpenAI's rule of thumb for English) plus each image by OpenAI's rule for the gpt-4o class at detail
-``auto``/``high`` (``image_tokens``). Its completion tokens are the mean reported for those cached calls, else the
+``auto``/``high`` (``image_tokens``: a ``frames`` variant's every image, so eight frames cost eight times one) and
+each clip of the ``native`` variant by Qwen2-VL's rule for video (``video_tokens``: the video models vLLM serves).
+Every video variant is its own setting row (``video``, ``video:frames8``, ``video:native``), so a user sees what
+each costs against the strip before a run. Its completion tokens are the mean reported for those cached calls, else the
 ``max_tokens`` the request itself asks for, as the protocol sends it (the official protocol's 2000, whatever
 ``egonormia.model.max_tokens`` says): an upper bound. No tokenizer is bundled for the OpenAI models (tiktoken fetches
 its tables at run time), so nothing is tokenized locally. Cost at ``egonormia.model.price`` (USD per million tokens).
@@ -55,20 +58,43 @@ def image_tokens(width: int, height: int) -> int:
     return BASE_TOKENS + TILE_TOKENS * math.ceil(width / TILE_PX) * math.ceil(height / TILE_PX)
 
 
-def rule_prompt_tokens(request: Any) -> int:
-    """A prompt's tokens by rule: its text at CHARS_PER_TOKEN characters a token, each image by ``image_tokens``."""
+VIDEO_PATCH_PX, VIDEO_TEMPORAL_PATCH = 28, 2  # Qwen2-VL / Qwen2.5-VL: 14 px patches merged 2 x 2, 2 frames deep
+
+
+def video_tokens(frames: int, width: int, height: int) -> int:
+    """Prompt tokens of one video clip sent as a ``video_url`` part to a Qwen2-VL / Qwen2.5-VL class model (the video
+    models vLLM serves): each frame resized to multiples of 28 px (at least one), one token per 28 x 28 px patch of
+    each pair of frames (temporal patch 2): ``ceil(frames / 2) * ceil(height / 28) * ceil(width / 28)``. An endpoint
+    that samples the clip's frames again counts fewer: an upper bound there; the reply's ``usage`` is the measure."""
+    patches = max(1, math.ceil(height / VIDEO_PATCH_PX)) * max(1, math.ceil(width / VIDEO_PATCH_PX))
+    return math.ceil(max(1, frames) / VIDEO_TEMPORAL_PATCH) * patches
+
+
+def part_tokens(part: Any) -> int:
+    """A picture's or clip's prompt tokens by rule: an image by ``image_tokens``, a clip by ``video_tokens``."""
     from PIL import Image
 
-    from egoeval.backends.base import ImagePart
+    from egoeval.backends.base import VideoPart
+    from egoeval.video import mp4_shape
+
+    if isinstance(part, VideoPart):
+        return video_tokens(*mp4_shape(part.mp4))
+    with Image.open(io.BytesIO(part.jpeg)) as image:  # the header only
+        return image_tokens(*image.size)
+
+
+def rule_prompt_tokens(request: Any) -> int:
+    """A prompt's tokens by rule: its text at CHARS_PER_TOKEN characters a token, each image or clip by
+    ``part_tokens`` (a ``frames`` variant's images each count, its time stamps as text)."""
+    from egoeval.backends.base import TextPart
 
     chars, tokens = 0, 0
     for message in request.messages:
         for part in message.content:
-            if isinstance(part, ImagePart):
-                with Image.open(io.BytesIO(part.jpeg)) as image:  # the header only
-                    tokens += image_tokens(*image.size)
-            else:
+            if isinstance(part, TextPart):
                 chars += len(part.text)
+            else:
+                tokens += part_tokens(part)
     return tokens + math.ceil(chars / CHARS_PER_TOKEN)
 
 

@@ -11,7 +11,9 @@ action question then, in the same conversation, the justification question, and 
 conversation of its own. Every call goes through the durable response cache at ``<cache_dir>/responses.sqlite``
 (outside DVC's outs), so a rerun after a crash pays only for what is missing. ``$EGOEVAL_CACHE_DIR`` overrides the
 cache folder; ``EGOEVAL_CACHE_ONLY=1`` replays cached answers only (a miss is recorded as an error, nothing is sent:
-the audit re-derives results this way). A baseline skips the settings it cannot do. Output:
+the audit re-derives results this way). The video setting runs once per video variant (``egonormia.frames.variants``),
+each recorded under its own name (``video``, ``video:frames8``, ``video:native``). A baseline skips the settings it
+cannot do (images; video for ``video:native``). Output:
 data/egonormia/responses.parquet, one row per (id, setting, model, subtask), with its protocol, the model the
 endpoint named as serving the reply (a warning says when that is not the requested one) and the endpoint's
 ``usage`` for the call (``prompt_tokens``, ``completion_tokens``, as the response cache stored it: the score stage's
@@ -40,6 +42,7 @@ from typing import Any, NamedTuple
 import pandas as pd
 from tqdm import tqdm
 
+from egoeval.backends import Backend
 from egoeval.backends.batch import OpenAIBatchBackend, run_batches
 from egoeval.backends.client import Completion, ModelClient, call_pool
 from egoeval.backends.usage import DROPPED
@@ -56,11 +59,25 @@ from egoeval.egonormia.artifacts import (
     RESPONSES,
     USAGE_COLUMNS,
     FrameStore,
+    VariantStore,
+    is_variant,
     read_items,
     read_table,
+    setting_kind,
 )
-from egoeval.egonormia.protocols import Answer, Ask, Clip, Conversation, Protocol, Scene, registry
-from egoeval.egonormia.settings import EgoNormiaSettings, InferSettings, ModelSpec
+from egoeval.egonormia.protocols import (
+    Answer,
+    Ask,
+    Clip,
+    Conversation,
+    Protocol,
+    Scene,
+    frames_parts,
+    native_parts,
+    registry,
+    strip_parts,
+)
+from egoeval.egonormia.settings import STRIP, EgoNormiaSettings, InferSettings, ModelSpec, VideoVariant, video_settings
 from egoeval.errors import ArtifactUnavailable, TransientFailure
 from egoeval.io.atomic import write_json, write_parquet
 
@@ -82,10 +99,12 @@ class Runner:
         descriptions: dict[str, tuple[str, str]],
         seed: int,
         protocol: Protocol,
+        variants: dict[str, VariantStore] | None = None,
     ) -> None:
         self.model = model
         self.client = client
         self.frames = frames
+        self.variants = variants or {}
         self.descriptions = descriptions
         self.seed = seed
         self.protocol = protocol
@@ -117,7 +136,11 @@ class Runner:
                 raise ArtifactUnavailable(f"description unavailable: {error}")
             return Scene(setting, description=description)
         if setting == "video":
-            return Scene(setting, frames_jpeg=self.frames.jpeg(clip_id))
+            return Scene(setting, visual=strip_parts(self.frames.jpeg(clip_id)))
+        if setting == "video:native":
+            return Scene(setting, visual=native_parts(self.variants[setting].video(clip_id)))
+        if is_variant(setting):
+            return Scene(setting, visual=frames_parts(self.variants[setting].images(clip_id)))
         return Scene(setting)
 
     def run(self, conversation: Conversation, ask: Ask | None = None) -> list[dict[str, Any]]:
@@ -147,6 +170,7 @@ def run_inference(
     infer: InferSettings,
     protocol: Protocol,
     root: Path = Path("."),
+    variants: Sequence[VideoVariant] = (STRIP,),
     client_factory: Callable[..., ModelClient] = ModelClient.from_spec,
     ledger: bool = False,
 ) -> pd.DataFrame:
@@ -159,7 +183,8 @@ def run_inference(
     frames = FrameStore(frames_index, frames_dir)
     texts = {row.id: (row.description or "", row.error) for row in descriptions.itertuples(index=False)}
     clips = [Clip(item.id, tuple(item.behaviors), tuple(item.justifications)) for item in items.itertuples(index=False)]
-    settings = list(infer.settings)
+    settings = video_settings(infer.settings, variants)
+    stores = {v.name: VariantStore(frames_dir / v.folder) for v in variants if v.kind != "strip" and v.name in settings}
 
     rows: list[dict[str, Any]] = []
     DROPPED.take()  # the usage counts this run drops are said at its end
@@ -171,12 +196,13 @@ def run_inference(
         for model in models:
             client = client_factory(model, cache, cache_only=cache_only())
             stack.callback(client.close)
-            runner = Runner(model, client, frames, texts, infer.seed, protocol)
+            runner = Runner(model, client, frames, texts, infer.seed, protocol, stores)
             runners.append(runner)
-            usable = [s for s in settings if s != "video" or client.backend.supports_images]
+            usable = [s for s in settings if _sees(client.backend, model, s)]
             for skipped in sorted(set(settings) - set(usable)):
+                what = "video" if skipped == "video:native" else "image"
                 print(
-                    f"infer: {model.name} ({model.backend}) skips the {skipped} setting (no image input)",
+                    f"infer: {model.name} ({model.backend}) skips the {skipped} setting (no {what} input)",
                     file=sys.stderr,
                 )
             # twice as many threads as call slots: while one thread builds its next request or writes the
@@ -237,6 +263,18 @@ def ledger_line(ledger: dict[str, Any]) -> str:
     return ", ".join(said)
 
 
+def _sees(backend: Backend, model: ModelSpec, setting: str) -> bool:
+    """Whether a model is asked in a setting: a video one needs image input, the native variant video input (the
+    backend's, or as the model entry declares it: the settings refuse a native variant to an undeclared endpoint)."""
+    if setting_kind(setting) != "video":
+        return True
+    if setting == "video:native":
+        return backend.supports_images and (
+            backend.supports_video or (backend.supports_video is None and model.video_input)
+        )
+    return backend.supports_images
+
+
 def check_failures(responses: pd.DataFrame, max_failure_rate: float) -> None:
     """Raise TransientFailure naming the failed answers when their share exceeds ``max_failure_rate``.
 
@@ -264,6 +302,7 @@ class InferenceInputs(NamedTuple):
     infer: InferSettings
     protocol: Protocol
     root: Path
+    variants: tuple[VideoVariant, ...] = (STRIP,)
 
 
 def inference_inputs(settings: EgoNormiaSettings, root: Path = Path(".")) -> InferenceInputs:
@@ -277,6 +316,7 @@ def inference_inputs(settings: EgoNormiaSettings, root: Path = Path(".")) -> Inf
         settings.infer,
         registry()[settings.protocol],
         root,
+        tuple(settings.frames.variants),
     )
 
 

@@ -39,6 +39,7 @@ from egoeval.egonormia.artifacts import (
     RESPONSES,
     SETTINGS,
     SUBTASKS,
+    is_setting,
     read_table,
     require_columns,
 )
@@ -85,8 +86,11 @@ def score(
     category_rows = []
     runs: dict[tuple[str, str], Run] = {}
     for (setting, model), group in predictions.groupby(["setting", "model"], sort=True):
-        if setting not in SETTINGS:
-            raise InputError(predictions_path, f"setting {setting!r} is not one of {', '.join(SETTINGS)}")
+        if not is_setting(setting):
+            raise InputError(
+                predictions_path,
+                f"setting {setting!r} is not one of {', '.join(SETTINGS)} or a video variant",
+            )
         if len(group) != len(ids) or set(group["id"].astype(str)) != set(ids):
             raise InputError(predictions_path, f"{setting}/{model} does not cover exactly the {len(ids)} items")
         group = group.set_index(group["id"].astype(str)).loc[ids]

@@ -6,7 +6,10 @@ Rows, for every split scored (the fetched split and, when it is ``full``, its ``
   ``model_a`` before ``model_b`` in case-insensitive order): action, justification and both by the exact McNemar
   test, sensible IoU by the paired bootstrap's p-value; every metric's ``diff`` with its paired bootstrap interval;
 - per model, the gain of seeing the clip: ``setting`` = ``video-blind`` or ``pipeline-blind``, ``model_a`` =
-  ``model_b`` = the model, ``a`` its score in the first setting and ``b`` in ``blind``, by the same tests.
+  ``model_b`` = the model, ``a`` its score in the first setting and ``b`` in ``blind``, by the same tests;
+- per model, each video variant against the official strip (``egonormia.frames.variants``): ``setting`` =
+  ``<variant>-video`` (``video:frames8-video``), ``a`` the variant's score, ``b`` the strip's, by the same tests (a
+  variant is not the official protocol: its rows are never among the published figures).
 
 ``n`` is the clips both sides count (a protocol that leaves a clip out of n for either side leaves it out of the
 pair), so ``a`` and ``b`` can differ from ``metrics/egonormia.json`` where the two sides leave out different clips.
@@ -24,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from egoeval.egonormia.artifacts import is_variant
 from egoeval.egonormia.scoring import Outcomes
 from egoeval.egonormia.settings import EgoNormiaSettings, ScoreSettings
 from egoeval.errors import InputError
@@ -65,12 +69,24 @@ def paired_table(
                 a, b = runs[setting, model_a], runs[setting, model_b]
                 if a.protocol == b.protocol:
                     rows += _compare(setting, split_name, (model_a, model_b), a, b, in_split, settings)
-        for first, second in GAINS:
+        for first, second in [*GAINS, *variant_gains(runs)]:
             for model in sorted({m for s, m in runs if s == first and (second, m) in runs}, key=_name_order):
                 a, b = runs[first, model], runs[second, model]
                 if a.protocol == b.protocol:
                     rows += _compare(f"{first}-{second}", split_name, (model, model), a, b, in_split, settings)
     return with_holm(rows)
+
+
+def variant_gains(runs: dict[tuple[str, str], Run]) -> list[tuple[str, str]]:
+    """(variant, ``video``) for every video variant other than the strip that was run: its difference from the
+    official strip, per model, on the same clips."""
+    return [(setting, "video") for setting in sorted({s for s, _ in runs if is_variant(s)})]
+
+
+def is_gain(setting: str) -> bool:
+    """Whether a paired.csv row's setting is a model's own difference between two settings (``video-blind``,
+    ``video:frames8-video``), not a pair of models in one setting."""
+    return "-" in setting
 
 
 def _name_order(name: str) -> tuple[str, str]:
@@ -113,9 +129,10 @@ def compare_models(path: Path, metrics: dict[str, Any], settings: EgoNormiaSetti
     for model in (model_a, model_b):
         if model not in known:
             raise InputError(path, f"no comparison of model {model!r} (models: {', '.join(known) or 'none'})")
-    is_gain = table["setting"].isin([f"{first}-{second}" for first, second in GAINS])
-    pairs = oriented(table[~is_gain], model_a, model_b)
-    own_gains = table[is_gain]
+    gain = table["setting"].map(is_gain).astype(bool)
+    variant = gain & table["setting"].map(lambda setting: is_variant(setting.split("-")[0])).astype(bool)
+    pairs = oriented(table[~gain], model_a, model_b)
+    own_gains, variant_rows = table[gain & ~variant], table[variant]
     protocols = recorded_protocols(metrics)
     level = f"{settings.score.confidence:.0%}"
     lines = [
@@ -136,6 +153,14 @@ def compare_models(path: Path, metrics: dict[str, Any], settings: EgoNormiaSetti
                 "",
                 f"{model}'s gains from seeing the clip (a = video or pipeline, b = blind):",
                 text_table(gains),
+            ]
+        shown = variant_rows[variant_rows["model_a"] == model]
+        if not shown.empty:
+            lines += [
+                "",
+                f"{model}: each video variant minus the strip (a = the variant, NOT the official protocol; b = video, "
+                "the official strip):",
+                text_table(shown),
             ]
     return "\n".join(lines)
 

@@ -16,10 +16,12 @@ are wrong; a refusal or an empty completion is an invalid answer there, not a fa
 - data/egonormia/predictions_eval.json: the same predictions in the official eval-JSON layout, under the official
   results' names (``result_names.results_key``: ``blind_<model>``, ``desc_<model>`` for the pipeline setting, the bare
   name for video), so the official scorer files each run where the published ones are and gives exactly our
-  stage's numbers. An item the protocol leaves out of n is left out of that model key; the sensible entry is the
-  protocol's (``official``: what the official code records, ``[-1, -1]`` for an invalid answer, ``[-2, -2]`` for a
-  failed call; ``egoeval``: ``{}``, which the scorer counts as 0, for an unusable answer and for an empty answer
-  to an empty gold set, where our IoU is 0 too); -1 never equals a correct index.
+  stage's numbers. A video variant other than the strip (``video:frames8``, ``video:native``: not the official
+  protocol's input) has no run there; predictions.parquet holds it. An item the protocol leaves out of n is left
+  out of that model key; the sensible entry is the protocol's (``official``: what the official code records,
+  ``[-1, -1]`` for an invalid answer, ``[-2, -2]`` for a failed call; ``egoeval``: ``{}``, which the scorer counts
+  as 0, for an unusable answer and for an empty answer to an empty gold set,
+  where our IoU is 0 too); -1 never equals a correct index.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ from egoeval.egonormia.artifacts import (
     RESPONSES,
     SETTINGS,
     SUBTASKS,
+    is_setting,
+    is_variant,
     read_table,
     require_columns,
 )
@@ -98,8 +102,12 @@ def parse_responses(
     ):
         if key.id not in options:
             raise InputError(responses_path, f"id {key.id!r} is not in {items_path}", row=row)
-        if key.setting not in SETTINGS:
-            raise InputError(responses_path, f"setting {key.setting!r} is not one of {', '.join(SETTINGS)}", row=row)
+        if not is_setting(key.setting):
+            raise InputError(
+                responses_path,
+                f"setting {key.setting!r} is not one of {', '.join(SETTINGS)} or a video variant",
+                row=row,
+            )
         if key.subtask not in SUBTASKS:
             raise InputError(responses_path, f"subtask {key.subtask!r} is not one of {', '.join(SUBTASKS)}", row=row)
         shown = options[key.id][key.subtask]
@@ -139,6 +147,8 @@ def eval_json(items: pd.DataFrame, predictions: pd.DataFrame, source: Path = RES
     }
     layout: dict[str, dict[str, Any]] = {clip: {} for clip in sorted(gold)}
     for (setting, model), group in predictions.groupby(["setting", "model"], sort=True):
+        if is_variant(str(setting)):  # not the official protocol's input: no run of the official layout
+            continue
         protocol = recorded(group["protocol"].iloc[0], source)
         try:
             key = results_key(str(setting), str(model))

@@ -39,6 +39,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from egoeval.egonormia.artifacts import is_variant
 from egoeval.egonormia.result_names import setting_of
 from egoeval.egonormia.scoring import score_official
 from egoeval.errors import InputError
@@ -294,6 +295,9 @@ def aligned(header: list[str], rows: list[list[str]], numeric: set[int]) -> list
     ]
 
 
+NOT_OFFICIAL = "not the official protocol"  # a video variant's mark wherever its results are shown
+
+
 def ours_table(rows: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
     """Our rows, ranked by ``RANKED_BY`` in each setting, with protocol, dataset, split, n and 95% intervals."""
     header = ["setting", "#", "model", "protocol", "dataset", "split", "n", *METRICS]
@@ -302,7 +306,8 @@ def ours_table(rows: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
         for rank, model in ranked({m: e.get(RANKED_BY) for m, e in models.items()}):
             entry = models[model]
             keys = ("protocol", "dataset", "split", "n")
-            table.append([setting, str(rank), model, *(str(entry.get(k, "-")) for k in keys)])
+            shown = f"{setting} ({NOT_OFFICIAL})" if is_variant(setting) else setting
+            table.append([shown, str(rank), model, *(str(entry.get(k, "-")) for k in keys)])
             table[-1] += [_figure(entry, m) for m in METRICS]
     return aligned(header, table, {1, 6, 7, 8, 9, 10})
 

@@ -33,12 +33,14 @@ from egoeval.egonormia.artifacts import (
     SETTINGS,
     FrameStore,
     clip_log_name,
+    is_variant,
     read_items,
     read_table,
     require_columns,
 )
 from egoeval.egonormia.paired import recorded_data, recorded_protocols, smoke_limit
 from egoeval.egonormia.published import (
+    NOT_OFFICIAL,
     PUBLISHED_PROTOCOL,
     RANKED_BY,
     check_metrics_shape,
@@ -194,7 +196,7 @@ def leaderboard(
                     + ["", "", ""]
                 )
                 chart_published += [(setting, model, m, entry[m]) for m in METRICS if m in entry]
-        parts.append(f"<h3>{esc(setting)}</h3>{table(header, rows, 'leaderboard')}")
+        parts.append(f"<h3>{setting_cell(setting)}</h3>{table(header, rows, 'leaderboard')}")
         if theirs and not together:
             apart = {m: _published_entry(f, bundled) for m, f in theirs.items()}
             published_rows = [
@@ -241,13 +243,18 @@ def leaderboard(
     )
 
 
+def setting_cell(setting: str) -> str:
+    """A setting as a table shows it: a video variant other than the strip marked as not the official protocol."""
+    return esc(setting) + (f' <span class="tag">{NOT_OFFICIAL}</span>' if is_variant(setting) else "")
+
+
 def category_section(categories: pd.DataFrame) -> str:
     require_columns(categories, ("setting", "model", "category", "n", "accuracy"), CATEGORIES_FILE)
     chart = grouped_bars(
         categories, "setting", "category", "model", "accuracy", "action accuracy %", "egonormia-cat", count="n"
     )
     rows = [
-        [esc(r.setting), esc(r.model), esc(r.category), esc(r.n), fmt(r.accuracy)]
+        [setting_cell(r.setting), esc(r.model), esc(r.category), esc(r.n), fmt(r.accuracy)]
         for r in categories.itertuples(index=False)
     ]
     return (
@@ -325,7 +332,7 @@ def clip_card(
         errors = [str(getattr(row, f"{s}_error")) for s in ("action", "justification", "sensible")]
         answered.append(
             [
-                esc(row.setting),
+                setting_cell(row.setting),
                 esc(row.model),
                 _choice(int(row.action), {correct}),
                 _choice(int(row.justification), {correct}),
@@ -407,7 +414,7 @@ def ledger_section(metrics: dict[str, Any]) -> str:
             ledger = entry.get("ledger") or {}
             cost = "–" if ledger.get("cost_usd") is None else f"{ledger['cost_usd']:.4f}"
             rows.append(
-                [esc(setting), esc(model)]
+                [setting_cell(setting), esc(model)]
                 + [count(ledger.get(k)) for k in ("calls", "calls_without_usage", "prompt_tokens", "completion_tokens")]
                 + [f"≥ {cost}" if ledger.get("cost_is_lower_bound") else cost]
             )
@@ -443,7 +450,8 @@ def paired_section(paired: pd.DataFrame, protocols: list[str], data: str, confid
         "both by the exact McNemar test on the clips only one side got right (<i>a only</i>, <i>b only</i>), "
         "sensible IoU by the bootstrap; <i>p Holm</i> adjusts over the pairs of each setting, split and metric. "
         "Rows <i>video-blind</i> and <i>pipeline-blind</i> are one model's gain from seeing the clip "
-        "(a = that setting, b = blind). "
+        "(a = that setting, b = blind); rows <i>video:…-video</i> one model's video variant minus the official strip "
+        f"(a = the variant, {NOT_OFFICIAL}; b = video, the strip). "
         "<code>egoeval compare metrics/egonormia.json --models A B</code> prints one pair.</p>"
     )
     body = paired_table(paired) if len(paired) else "<p>No two runs share a setting or a model two settings.</p>"

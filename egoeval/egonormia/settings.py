@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, create_model, model_validator
@@ -75,12 +76,97 @@ class FetchSettings(Section):
         return self
 
 
+MAX_VARIANT_FRAMES = 64  # frames of a `frames` variant at most (lmms-eval and VLMEvalKit send 8 to 32)
+MAX_CLIP_BYTES = 50 * 2**20  # a `native` variant's clip at most: vLLM's default request body limit is far above,
+# and every clip is base64-encoded into each of its requests (4/3 of its size)
+MAX_VIDEO_FPS = 30.0
+
+
+class VideoVariant(Section):
+    """One entry of ``egonormia.frames.variants``: how the model is shown the context video (issue 31).
+
+    ``strip`` (the official one, named ``video``): the frames strip the rest of ``egonormia.frames`` configures.
+    ``frames`` (named ``video:frames<count>`` or ``video:frames<per_second>fps``): ``count`` frames sampled uniformly
+    over the clip (first and last included), or ``per_second`` frames a second from t = 0, each its own image part
+    ``height`` px high, in time order, each after a text part giving its time stamp.
+    ``native`` (named ``video:native``): the clip itself as a ``video_url`` part (an ``mp4`` data URL, the form vLLM's
+    OpenAI-compatible server reads), copied as fetched, or re-encoded at ``height`` px and ``fps`` frames a second when
+    either is set; a clip over ``max_bytes`` fails its clip. Sent only to models whose endpoint declares video input
+    (``video_input: true`` in its model entry).
+    """
+
+    kind: Literal["strip", "frames", "native"]
+    count: Annotated[int, Field(ge=1, le=MAX_VARIANT_FRAMES)] | None = None  # frames
+    per_second: Annotated[float, Field(ge=0.05, le=MAX_VIDEO_FPS)] | None = None  # frames (a name without exponent)
+    height: Annotated[int, Field(ge=16, le=MAX_IMAGE_SIDE)] | None = None  # frames (required), native (re-encode)
+    fps: Annotated[float, Field(gt=0, le=MAX_VIDEO_FPS)] | None = None  # native: re-encode at this frame rate
+    max_bytes: Annotated[int, Field(ge=1024, le=MAX_CLIP_BYTES)] | None = None  # native (required)
+
+    @property
+    def name(self) -> str:
+        """The setting name its rows record: ``video`` for the strip, ``video:<what>`` for the others."""
+        if self.kind == "strip":
+            return "video"
+        if self.kind == "native":
+            return "video:native"
+        return f"video:frames{self.count}" if self.count is not None else f"video:frames{self.per_second:g}fps"
+
+    @property
+    def folder(self) -> str:
+        """Its files' folder under data/egonormia/frames (the strip's are the folder itself)."""
+        return self.name.partition(":")[2]
+
+    @model_validator(mode="after")
+    def _keys_of_its_kind(self) -> VideoVariant:
+        allowed = {
+            "strip": set(),
+            "frames": {"count", "per_second", "height"},
+            "native": {"height", "fps", "max_bytes"},
+        }
+        for key in ("count", "per_second", "height", "fps", "max_bytes"):
+            if getattr(self, key) is not None and key not in allowed[self.kind]:
+                raise ValueError(f"{key} does not apply to kind {self.kind} (its keys: {sorted(allowed[self.kind])})")
+        if self.kind == "frames" and (self.count is None) == (self.per_second is None):
+            raise ValueError("kind frames needs exactly one of count (frames over the clip) or per_second")
+        if self.kind == "frames" and self.height is None:
+            raise ValueError("kind frames needs height (each frame's height in px)")
+        if self.kind == "native" and self.max_bytes is None:
+            raise ValueError("kind native needs max_bytes (the largest clip sent)")
+        return self
+
+
+def _one_strip_unique_names(variants: list[VideoVariant]) -> list[VideoVariant]:
+    names = [variant.name for variant in variants]
+    if names.count("video") != 1:
+        raise ValueError(
+            "exactly one variant must be kind strip (the official one, named video): the others are compared with it"
+        )
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise ValueError(f"two variants are both named {twice[0]!r}")
+    return variants
+
+
+STRIP = VideoVariant(kind="strip")  # the official variant, and the default list's one entry
+
+
+def video_settings(settings: Sequence[str], variants: Sequence[VideoVariant]) -> list[str]:
+    """The settings the infer stage runs (``egonormia.infer.settings``), the video setting as each variant's name
+    (``video`` first)."""
+    names = []
+    for setting in settings:
+        names += [variant.name for variant in variants] if setting == "video" else [setting]
+    return names
+
+
 class FramesSettings(Section):
-    """``egonormia.frames``: the frames strip of the video setting.
+    """``egonormia.frames``: the frames strip of the video setting, and the video variants.
 
     ``source: dataset`` takes the dataset's pinned ``frame_all_prev.jpg`` (what the official runs send);
     ``video`` renders from ``video_prev.mp4`` at ``fps``, each frame ``frame_height`` px high, left to right,
     scaled down only when the strip would exceed ``max_width`` (at most ``MAX_IMAGE_SIDE``), decoded by ``reader``.
+    ``variants`` (``VideoVariant``): how the video setting is shown, each run as a setting of its own name; the
+    variants other than the strip are rendered from ``video_prev.mp4`` by ``reader`` whatever ``source`` says.
     """
 
     source: Literal["dataset", "video"]
@@ -90,6 +176,9 @@ class FramesSettings(Section):
     max_width: Annotated[int, Field(ge=16, le=MAX_IMAGE_SIDE)]
     jpeg_quality: Annotated[int, Field(ge=1, le=100)]
     workers: Annotated[int, Field(ge=1, le=256)]
+    variants: Annotated[
+        list[VideoVariant], Field(min_length=1, max_length=8), AfterValidator(_one_strip_unique_names)
+    ] = [STRIP]  # noqa: RUF012 - the settings are frozen
 
 
 class DescribeSettings(Section):
@@ -137,6 +226,7 @@ class ModelSpec(Section):
     batch_poll_s: BatchPollSeconds = 30.0  # openai_batch: seconds between polls of a submitted batch
     batch_deadline_s: BatchDeadlineSeconds = 86_400.0  # openai_batch: the most seconds a run waits for its batches
     batch_max_requests: Annotated[int, Field(ge=1, le=50_000)] = 50_000  # openai_batch: requests per batch
+    video_input: bool = False  # the endpoint reads video_url parts (vLLM with a video model): the native variant
 
     @model_validator(mode="after")
     def _openai_needs_url(self) -> ModelSpec:
@@ -219,6 +309,23 @@ class EgoNormiaSettings(Section):
         for setting in self.infer.settings:  # the official results' name of every run, before any call is paid for
             for name in names:
                 results_key(setting, name)
+        return self
+
+    @model_validator(mode="after")
+    def _video_declared(self) -> EgoNormiaSettings:
+        """A native variant is sent only to endpoints that declare video input: refused here, before any call."""
+        if "video:native" not in video_settings(self.infer.settings, self.frames.variants):
+            return self
+        entries = [("egonormia.model", self.model)] + [
+            (f"egonormia.baselines[{i}]", spec) for i, spec in enumerate(self.baselines)
+        ]
+        for key, spec in entries:
+            if BACKENDS.get(spec.backend).supports_video is None and not spec.video_input:
+                raise ValueError(
+                    f"the video:native variant (egonormia.frames.variants) sends the clip as a video_url part, but "
+                    f"{key}.video_input is false: model {spec.name!r} at {spec.base_url} is not declared to read "
+                    "video; set it true for a video-capable endpoint (vLLM serving a video model), or drop the variant"
+                )
         return self
 
     @model_validator(mode="after")

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from egoeval.backends import ChatRequest, MultipleChoice
+from egoeval.backends import ChatRequest, ImagePart, MultipleChoice, TextPart, VideoPart
+from egoeval.backends.base import Part
 from egoeval.backends.client import Completion
 from egoeval.egonormia.scoring import CALL_FAILED
 from egoeval.egonormia.settings import PROTOCOLS
@@ -54,9 +55,27 @@ class Clip:
 class Scene:
     """What the model is given about a clip in one setting."""
 
-    setting: str  # blind | pipeline | video
+    setting: str  # blind | pipeline | video, or a video variant's name (video:frames8, video:native)
     description: str = ""  # pipeline: the scene description
-    frames_jpeg: bytes | None = None  # video: the strip of frames
+    visual: tuple[Part, ...] = ()  # video: the parts that show the clip, placed before the question's text
+
+
+def strip_parts(jpeg: bytes) -> tuple[Part, ...]:
+    """The strip variant's parts (the official one): the frames strip, one image."""
+    return (ImagePart(jpeg),)
+
+
+def frames_parts(frames: Sequence[tuple[float, bytes]]) -> tuple[Part, ...]:
+    """A ``frames`` variant's parts: each frame as an image after a text part giving its time stamp, in time order."""
+    parts: list[Part] = []
+    for number, (time, jpeg) in enumerate(frames, start=1):
+        parts += [TextPart(f"Frame {number} of {len(frames)}, at {time:.2f} s:"), ImagePart(jpeg)]
+    return tuple(parts)
+
+
+def native_parts(mp4: bytes) -> tuple[Part, ...]:
+    """The ``native`` variant's parts: the clip itself, as one video part."""
+    return (VideoPart(mp4),)
 
 
 @dataclass(frozen=True)

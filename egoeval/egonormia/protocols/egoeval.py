@@ -22,7 +22,7 @@ import numpy as np
 from egoeval.backends import ChatRequest, Decoding, ImagePart, Message, MultipleChoice, TextPart
 from egoeval.backends.client import Completion
 from egoeval.egonormia.answers import displayed_options, parse_multi, parse_single
-from egoeval.egonormia.artifacts import SETTINGS
+from egoeval.egonormia.artifacts import SETTINGS, is_variant, setting_kind
 from egoeval.egonormia.protocols import (
     Answer,
     Ask,
@@ -57,6 +57,10 @@ VIDEO_SITUATION = (
     f"{_POV} The image shows what the camera has recorded so far: frames sampled once per second, "
     "in time order from left to right."
 )
+FRAMES_SITUATION = (
+    f"{_POV} The images show what the camera has recorded so far: frames in time order, each after its time stamp."
+)
+NATIVE_SITUATION = f"{_POV} The video shows what the camera has recorded so far."
 _SINGLE = (
     "Think step by step about the situation, the people involved and the norms at play, and weigh every "
     "option. Then end your reply with exactly one final line of the form `Answer: N`, where N is the number "
@@ -96,7 +100,11 @@ def _situation(scene: Scene) -> str:
         return _PIPELINE.format(scene.description.strip())
     if scene.setting == "video":
         return VIDEO_SITUATION
-    raise ValueError(f"unknown setting {scene.setting!r}; known: {', '.join(SETTINGS)}")
+    if scene.setting == "video:native":
+        return NATIVE_SITUATION
+    if is_variant(scene.setting):
+        return FRAMES_SITUATION
+    raise ValueError(f"unknown setting {scene.setting!r}; known: {', '.join(SETTINGS)} and video variants")
 
 
 def _context(scene: Scene) -> str:
@@ -106,10 +114,10 @@ def _context(scene: Scene) -> str:
 
 def _first_turn(scene: Scene, question: str) -> Message:
     text = TextPart(f"{_situation(scene)}\n\n{question}")
-    if scene.setting == "video":
-        if scene.frames_jpeg is None:
-            raise ValueError("the video setting needs the frames image")
-        return Message("user", (ImagePart(scene.frames_jpeg), text))
+    if setting_kind(scene.setting) == "video":
+        if not scene.visual:
+            raise ValueError(f"the {scene.setting} setting needs the parts that show the clip")
+        return Message("user", (*scene.visual, text))
     return Message("user", (text,))
 
 

@@ -6,7 +6,8 @@ conversation of three calls:
 
 1. the action call: one user message, the setting's prefix (the description formatted into it in the pipeline
    setting, a blank one too) + the action prompt with the options in stored order as a Python list repr; in the
-   video setting the frames image comes first, as an ``image_url`` part;
+   video setting the frames image comes first, as an ``image_url`` part (a video variant that is not the official
+   protocol, ``Scene.visual``: its frames, each after its time stamp, or its clip, in the same place);
 2. when the action answer is valid, the justification call, its own single-turn conversation quoting the chosen
    behaviour; its prefix is left unformatted (the pipeline setting sends the literal ``{desc}``: the model never
    sees the description there); the video setting resends the image;
@@ -45,9 +46,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from egoeval.backends import ChatRequest, Decoding, ImagePart, Message, MultipleChoice, TextPart
+from egoeval.backends import ChatRequest, Decoding, Message, MultipleChoice, TextPart
+from egoeval.backends.base import Part
 from egoeval.backends.client import Completion
-from egoeval.egonormia.artifacts import NOT_SENT, SUBTASKS
+from egoeval.egonormia.artifacts import NOT_SENT, SUBTASKS, setting_kind
 from egoeval.egonormia.protocols import (
     Answer,
     Ask,
@@ -84,7 +86,7 @@ def decoding() -> Decoding:
 
 
 def _prefix(setting: str, description: str | None) -> str:
-    prefix = protocol()["templates"]["prefix"][setting]
+    prefix = protocol()["templates"]["prefix"][setting_kind(setting)]
     return prefix.format(desc=description) if description is not None else prefix
 
 
@@ -107,9 +109,8 @@ def sensible_prompt(setting: str, behaviors: Sequence[str], description: str = "
     return prompt + protocol()["templates"]["claude_suffix"] if "claude" in model else prompt
 
 
-def _request(text: str, frames_jpeg: bytes | None, choices: MultipleChoice) -> ChatRequest:
-    parts = (ImagePart(frames_jpeg), TextPart(text)) if frames_jpeg is not None else (TextPart(text),)
-    messages = (Message("user", parts),)
+def _request(text: str, visual: tuple[Part, ...], choices: MultipleChoice) -> ChatRequest:
+    messages = (Message("user", (*visual, TextPart(text))),)
     return ChatRequest(
         messages,
         decoding(),
@@ -131,10 +132,11 @@ def _context(setting: str, description: str) -> str:
 
 
 def action_request(
-    setting: str, behaviors: Sequence[str], description: str = "", frames_jpeg: bytes | None = None
+    setting: str, behaviors: Sequence[str], description: str = "", visual: tuple[Part, ...] = ()
 ) -> ChatRequest:
+    """The action call; ``visual``: the parts showing the clip (``Scene.visual``), before the text."""
     text = action_prompt(setting, behaviors, description)
-    return _request(text, frames_jpeg, MultipleChoice(_context(setting, description), _shown(behaviors), multi=False))
+    return _request(text, visual, MultipleChoice(_context(setting, description), _shown(behaviors), multi=False))
 
 
 def justification_request(
@@ -142,18 +144,18 @@ def justification_request(
     behavior: str,
     justifications: Sequence[str],
     description: str = "",
-    frames_jpeg: bytes | None = None,
+    visual: tuple[Part, ...] = (),
 ) -> ChatRequest:
     text = justification_prompt(setting, behavior, justifications)
     choices = justification_choices(behavior or "None", _context(setting, description), _shown(justifications))
-    return _request(text, frames_jpeg, choices)
+    return _request(text, visual, choices)
 
 
 def sensible_request(
-    setting: str, behaviors: Sequence[str], description: str = "", frames_jpeg: bytes | None = None, model: str = ""
+    setting: str, behaviors: Sequence[str], description: str = "", visual: tuple[Part, ...] = (), model: str = ""
 ) -> ChatRequest:
     text = sensible_prompt(setting, behaviors, description, model)
-    return _request(text, frames_jpeg, MultipleChoice(_context(setting, description), _shown(behaviors), multi=True))
+    return _request(text, visual, MultipleChoice(_context(setting, description), _shown(behaviors), multi=True))
 
 
 NO_CONTENT_ERRORS = ("refusal", "empty completion")  # the backend's reasons for a reply without content
@@ -230,7 +232,7 @@ class Official(Protocol):
 
     def converse(self, conversation: Conversation, scene: Scene, model: ModelSpec, seed: int, ask: Ask) -> list[Answer]:
         clip, setting = conversation.clip, conversation.setting
-        context = {"description": scene.description, "frames_jpeg": scene.frames_jpeg}
+        context = {"description": scene.description, "visual": scene.visual}
         action = ask(action_request(setting, clip.behaviors, **context))
         choice = extract_single(action.response)
         action_failed = action.response is None and not no_content(action.error)

@@ -12,7 +12,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -163,6 +163,33 @@ def infer_stage() -> None:
     from egoeval.settings import benchmark_settings
 
     write_responses(benchmark_settings("egonormia", EgoNormiaSettings))
+
+
+def run_egohumans_stages(root: Path) -> None:
+    """What ``dvc repro egohumans_score`` runs in ``root`` (the current folder, holding its params.yaml), stage by
+    stage in dvc.yaml's order, each through the stage shell as its CLI runs it (params checked, failures mapped to
+    exit codes), all in this process: one start-up (torch's, for the trackers) instead of one per stage, for tests
+    whose subject is the stages' work rather than DVC's pipeline (tests/test_pipeline.py runs that)."""
+    from egoeval.egohumans import detection, fetching, scoring, tracking
+    from egoeval.egohumans.artifacts import SAMPLE
+    from egoeval.egohumans.sample import generate_sample
+    from egoeval.egohumans.settings import EgoHumansSettings
+    from egoeval.settings import benchmark_settings
+    from egoeval.stage_shell import run_stage
+
+    def settings() -> EgoHumansSettings:
+        return benchmark_settings("egohumans", EgoHumansSettings, root / "params.yaml")
+
+    def stage(work: Callable[[], object]) -> None:
+        assert run_stage(work, benchmark="egohumans") == 0
+
+    stage(lambda: generate_sample(SAMPLE, settings().sample))
+    stage(lambda: fetching.write_fetched(settings()))
+    for mode in settings().detect.modes:
+        stage(lambda mode=mode: detection.write_detections(settings(), mode))
+        for tracker in settings().track.trackers:
+            stage(lambda tracker=tracker, mode=mode: tracking.write_tracks(settings(), tracker, mode))
+    stage(lambda: scoring.write_scores(settings()))
 
 
 def write_params(root: Path, changes: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -20,11 +20,10 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import dvc, official_annotation
+from conftest import dvc, official_annotation, run_egohumans_stages
 from oracle_env import MotmetricsOracle, assert_equal_to_oracle
 
 from egoeval.egohumans import crossview, detection, fetching, scoring, tracking
-from egoeval.egohumans.artifacts import SAMPLE
 from egoeval.egohumans.exo import camera_pose, read_exo_calibration
 from egoeval.egohumans.formats import (
     DETECTION_COLUMNS,
@@ -134,13 +133,7 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     (root / "params.yaml").write_text(yaml.safe_dump(_params()))
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(root)
-        assert stage(lambda settings: generate_sample(SAMPLE, settings.sample)) == 0
-        assert stage(fetching.write_fetched) == 0
-        for mode in MODES:
-            assert stage(partial(detection.write_detections, mode=mode)) == 0
-            for tracker in _params()["egohumans"]["track"]["trackers"]:
-                assert stage(partial(tracking.write_tracks, tracker=tracker, mode=mode)) == 0
-        assert stage(scoring.write_scores) == 0
+        run_egohumans_stages(root)
         yield root
 
 

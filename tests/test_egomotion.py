@@ -9,20 +9,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import assert_multiview_wins, assert_tracker_wins, write_params
+from conftest import assert_multiview_wins, assert_tracker_wins, run_egohumans_stages, write_params
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from egoeval.egohumans.artifacts import SAMPLE
-from egoeval.egohumans.detection import write_detections
-from egoeval.egohumans.fetching import write_fetched
-from egoeval.egohumans.sample import generate_sample
-from egoeval.egohumans.scoring import write_scores
-from egoeval.egohumans.settings import EgoHumansSettings, TrackerConfig, packaged_trackers
+from egoeval.egohumans.settings import TrackerConfig, packaged_trackers
 from egoeval.egohumans.trackers.egomotion import CameraModel, CameraPose, camera_motion
-from egoeval.egohumans.tracking import camera_poses, track_sequence, write_tracks
+from egoeval.egohumans.tracking import camera_poses, track_sequence
 from egoeval.errors import InputError
-from egoeval.settings import benchmark_settings
 
 
 def rotation(yaw: float, pitch: float) -> np.ndarray:
@@ -108,30 +102,15 @@ def test_with_identity_extrinsics_it_is_bytetrack(reproduced: Path) -> None:
     assert changed == [s["name"] for s in sequences if "_aria" in s["name"]] and len(changed) < len(sequences)
 
 
-def egohumans_pipeline(root: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
-    """What ``dvc repro egohumans_score`` runs, stage by stage in dvc.yaml's order, as library calls in this process in
-    ``root`` (which holds only its params.yaml): the subject here is the trackers, not the pipeline (that is
-    tests/test_pipeline.py's), and one process spares a start-up (torch's, for each tracker) per stage."""
-    monkeypatch.chdir(root)
-    settings = benchmark_settings("egohumans", EgoHumansSettings, root / "params.yaml")
-    generate_sample(SAMPLE, settings.sample)
-    write_fetched(settings)
-    for mode in settings.detect.modes:
-        write_detections(settings, mode)
-    for tracker in settings.track.trackers:
-        for mode in settings.detect.modes:
-            write_tracks(settings, tracker, mode)
-    write_scores(settings)
-    return json.loads((root / "metrics/egohumans.json").read_text())
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [11, 23])
 def test_on_head_turning_sequences_it_has_not_seen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
     root = tmp_path / "ws"
     root.mkdir()
     write_params(root, {"egohumans": {"sample": {"seed": seed, "sequences": 2}, "detect": {"modes": ["gt", "file"]}}})
-    metrics = egohumans_pipeline(root, monkeypatch)
+    monkeypatch.chdir(root)
+    run_egohumans_stages(root)
+    metrics = json.loads((root / "metrics/egohumans.json").read_text())
     for tracker in ("egomotion", "world"):  # the world tracker (tests/test_world_tracker.py) too
         assert_tracker_wins(metrics, ["gt", "file"], tracker)
     # and the multi-view tracker (tests/test_multiview.py); on seed 23 its per-camera IDF1 misses egomotion's by 0.6

@@ -452,15 +452,16 @@ def audit(
     print(f"audit: checking the workspace against {root / 'dvc.lock'}", file=sys.stderr)
     findings.section(f"1. the workspace against {root / 'dvc.lock'} (the {len(needed)} stages the reports need)")
     start = findings.differences
-    absent = not_pulled(root, needed, cache_objects(root))
+    absent = frozenset(not_pulled(root, stages, cache_objects(root)))  # any stage's: a folder input may hold one
     findings.listed(param_changes(root, names), "parameters")
-    for serious, line in lock_changes(root, names, absent=frozenset(absent)):
+    for serious, line in lock_changes(root, names, absent=absent):
         (findings.differ if serious else findings.note)(line)
-    if absent:
-        listed = ", ".join(sorted(absent)[:8]) + (", ..." if len(absent) > 8 else "")
-        findings.note(f"{len(absent)} pinned outputs are neither here nor in the DVC cache (not pulled): {listed}")
+    used = sorted(out for out in absent if any(_related(out, frozenset(s.outs + s.deps)) for s in needed))
+    if used:
+        listed = ", ".join(used[:8]) + (", ..." if len(used) > 8 else "")
+        findings.note(f"{len(used)} pinned outputs are neither here nor in the DVC cache (not pulled): {listed}")
     if findings.differences == start:
-        findings.ok("every parameter, input and output matches dvc.lock")
+        findings.ok(f"every parameter, input and output{' here' if used else ''} matches dvc.lock")
 
     findings.section("2. re-derived from pinned inputs and cached model answers")
     from egoeval.settings import workspace_settings  # pydantic: not for --help

@@ -13,6 +13,7 @@ identical inputs, whichever way it is rendered.
 from __future__ import annotations
 
 import argparse
+import contextlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -172,18 +173,21 @@ def write_page() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="egoeval report", description=help_text(__doc__.splitlines()[0]))
-    parser.add_argument("--out", type=Path, default=OUT, help=f"the HTML file to write (default {OUT})")
+    parser.add_argument("--out", type=Path, help=f"the HTML file to write (default {OUT} in the project)")
     args = parser.parse_args(argv)
+    out = args.out.absolute() if args.out else OUT  # a path given: from where the user stands
+    from egoeval.dvc_project import project_root
 
     def body() -> None:
         from egoeval.settings import load_settings  # pydantic: not for --help
 
-        check_output(args.out, own=[OUT.as_posix()])  # never over the metrics or any other tracked file
+        check_output(out, own=[OUT.as_posix()])  # never over the metrics or any other tracked file
         page = build_page(Path("."), load_settings())
-        atomic_write_text(args.out, page)
-        print(f"report: wrote {args.out} ({len(page.encode()) / 1e6:.1f} MB)")
+        atomic_write_text(out, page)
+        print(f"report: wrote {args.out or OUT} ({len(page.encode()) / 1e6:.1f} MB)")
 
-    return run_stage(body)
+    with contextlib.chdir(project_root()):  # the project's files, from a subfolder too (found as DVC finds it)
+        return run_stage(body)
 
 
 if __name__ == "__main__":

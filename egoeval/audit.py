@@ -258,7 +258,7 @@ def rederive(
     findings.listed([f"re-derived {line}" for line in changes], "outputs")
     for stage in runs:
         for path in stage.outs:
-            if any(f"output {path}" in line for line in changes):
+            if path in pinned and any(f"output {path}" in line for line in changes):
                 blob = objects / pinned[path][:2] / pinned[path][2:]
                 for benchmark in registry().values():
                     findings.listed(benchmark.explain_output(path, blob, work / path), "answers")

@@ -65,13 +65,13 @@ from egoeval.dvc_project import (
     pinned_output,
     pinned_outputs,
     pipeline_stages,
-    project_root,
     stage_status,
     with_upstream,
 )
 from egoeval.errors import EXIT_BAD_INPUT, InputError
 from egoeval.findings import Findings, compare_numbers
 from egoeval.io.dvc_lock import read_lock
+from egoeval.io.paths import project_root
 from egoeval.reported import flatten_dotted, read_metrics
 from egoeval.stage_shell import command_env, help_text
 

@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         _parser(list(registry().values())).parse_args(argv)
     try:
         read_json(path)  # an unreadable file is said before anything else
-        from egoeval.dvc_project import project_root
+        from egoeval.io.paths import project_root
 
         root = project_root()  # from a subfolder too, as DVC finds the project
         name = benchmark_of(path, root)

@@ -54,17 +54,6 @@ class StageState:
     fingerprint: dict[str, Any]
 
 
-def project_root(start: str | os.PathLike[str] = ".") -> Path:
-    """The project ``start`` lies in, found as DVC finds it: ``start`` or the nearest folder above it that holds a
-    ``.dvc`` folder, as a path relative to ``start`` (``.``, ``..``, ...); ``start`` itself when there is none (the
-    command that needs a project says so)."""
-    here = Path(start).absolute()
-    for folder in (here, *here.parents):
-        if (folder / ".dvc").is_dir():
-            return Path(start) / os.path.relpath(folder, here) if folder != here else Path(start)
-    return Path(start)
-
-
 def _rel(path: str, root: str) -> str:
     return Path(os.path.relpath(path, root)).as_posix()
 

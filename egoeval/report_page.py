@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help=f"the HTML file to write (default {OUT} in the project)")
     args = parser.parse_args(argv)
     out = args.out.absolute() if args.out else OUT  # a path given: from where the user stands
-    from egoeval.dvc_project import project_root
+    from egoeval.io.paths import project_root
 
     def body() -> None:
         from egoeval.settings import load_settings  # pydantic: not for --help

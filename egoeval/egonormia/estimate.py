@@ -221,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         if dropped:
             print(f"estimate: warning: {dropped}", file=sys.stderr)
 
-    from egoeval.dvc_project import project_root
+    from egoeval.io.paths import project_root
 
     with contextlib.chdir(project_root()):  # the project's files, from a subfolder too (found as DVC finds it)
         return run_stage(body, benchmark="egonormia")

@@ -12,10 +12,13 @@ export YOLO_OFFLINE := 1
 
 .PHONY: setup repro test lint bench nightly clean
 
+# setuptools says "Editable installation." in a banner on every editable install: information, not a problem
+PIP    := $(BIN)/python -W "ignore:Editable installation" -m pip
+
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet -e '.[test]'
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -34,7 +37,7 @@ nightly: setup
 	python -m flows.nightly --once
 
 bench: setup
-	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	$(PIP) install --quiet -e '.[test,bench]'
 	python -m bench.run
 
 clean:

@@ -20,7 +20,7 @@ import httpx
 import pandas as pd
 
 from bench import save
-from bench.infer_throughput import _dataset, _server
+from bench.infer_throughput import KEY_ENV, _dataset, _server
 from egoeval.egonormia.inference import run_inference
 from egoeval.egonormia.protocols import registry
 from egoeval.egonormia.settings import InferSettings, ModelSpec
@@ -37,6 +37,7 @@ def measure(backend: str, data: Dataset, latency_s: float, concurrency: int, pol
             backend=backend,
             name="bench",
             base_url=url,
+            api_key_env=KEY_ENV,
             concurrency=concurrency,
             timeout_s=30.0,
             max_retries=2,

@@ -8,6 +8,7 @@ prompt building, image encoding, thread pool) with an empty cache. Run: ``python
 from __future__ import annotations
 
 import io
+import os
 import subprocess
 import sys
 import tempfile
@@ -28,6 +29,7 @@ from egoeval.egonormia.settings import InferSettings, ModelSpec
 
 REPO = Path(__file__).resolve().parents[1]
 GOAL = 0.9
+KEY_ENV = "EGOEVAL_BENCH_KEY"  # the models' api_key_env: the loopback server takes any key; the backend needs one
 
 
 def _dataset(root: Path, clips: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
@@ -57,6 +59,7 @@ def _server(latency_s: float) -> Iterator[str]:
     """The loopback server in a process of its own, as a real endpoint would be (not sharing our GIL)."""
     command = [sys.executable, str(TESTS / "openai_server.py"), "--latency-s", str(latency_s)]
     process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, text=True)
+    os.environ.setdefault(KEY_ENV, "sk-bench")
     try:
         assert process.stdout is not None
         yield process.stdout.readline().strip()
@@ -71,7 +74,13 @@ def measure(clips: int = 96, latency_s: float = 0.05, concurrency: int = 16) -> 
         root = Path(tmp)
         items, index, descriptions = _dataset(root, clips)
         spec = ModelSpec(
-            backend="openai", name="bench", base_url=url, concurrency=concurrency, timeout_s=30.0, max_retries=2
+            backend="openai",
+            name="bench",
+            base_url=url,
+            api_key_env=KEY_ENV,
+            concurrency=concurrency,
+            timeout_s=30.0,
+            max_retries=2,
         )
         params = InferSettings(
             settings=["blind", "pipeline", "video"], seed=0, max_failure_rate=0.0, cache_dir=str(root / "cache")

@@ -1,16 +1,26 @@
-"""The official EgoHumans protocol (egoeval.tracking.motmetrics.eval_mot) vs mmtracking's eval_mot on py-motmetrics
-1.4.0 with lap 0.4.0 in the official environment (tests/oracle_env.py: Python 3.8, NumPy 1, built once), on the same
-~200k ground-truth boxes, one run; and ``--write-manifest`` throughput on an official-layout data root.
+"""The official EgoHumans protocol vs mmtracking's eval_mot on py-motmetrics 1.4.0 with lap 0.4.0 in the official
+environment (tests/oracle_env.py: Python 3.8, NumPy 1, built once), on the same ~200k ground-truth boxes, one run:
+``egoeval.tracking.motmetrics.eval_mot`` in this process and ``egoeval score-tracks --protocol official`` as a process
+on the same data written as MOTChallenge files (its start-up measured on a one-box sequence); and
+``--write-manifest`` throughput on an official-layout data root.
 
-Goals: the official protocol at least 10x faster than py-motmetrics with identical numbers; pinning the 47,740
-test frames in minutes.
+Goals: ``egoeval score-tracks --protocol official`` (start-up, reading, validation and HOTA included) at least 10x
+faster than eval_mot's own compute time in its environment, with identical numbers; pinning the 47,740 test frames
+in minutes. ``python -m bench.official_protocol --baseline SRC`` adds the command run from another source tree
+(``SRC/egoeval``, e.g. a ``git worktree`` of an older commit) in the same rounds.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
+import resource
 import shutil
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -18,10 +28,17 @@ from oracle_env import MotmetricsOracle, build
 
 from bench import OUT, save
 from bench.score_tracks import FRAMES, make_sequence
+from egoeval.egohumans.evaluators import evaluator
+from egoeval.egohumans.evaluators.official import official_ignore_rule
 from egoeval.io.manifest import sha256_file, sha256_files
+from egoeval.tracking.mot import write_mot
 from egoeval.tracking.motmetrics import eval_mot
 
 SEQUENCES = 13  # ~214k ground-truth boxes that count (2% of the rows are ignore boxes)
+IMAGE = (1920, 1080)  # each sequence's imWidth x imHeight: the dataset rule drops the boxes outside it
+ROUNDS = 2  # eval_mot's runs in its environment; each round also runs every command COMMAND_RUNS times
+COMMAND_RUNS = 3
+DATA = OUT / "official_protocol_data"
 COLUMNS = ["frame", "id", "x", "y", "w", "h", "conf"]
 FIELDS = {"IDF1": "idf1", "IDP": "idp", "IDR": "idr", "MOTA": "mota", "MOTP": "motp", "Rcll": "recall"}
 COUNTS = {"FP": "num_false_positives", "FN": "num_misses", "IDSW": "num_switches", "MT": "mostly_tracked"}
@@ -39,6 +56,31 @@ def frames() -> tuple[dict[str, pd.DataFrame], dict[str, pd.DataFrame]]:
     return gt, pred
 
 
+def write_folders(root: Path, gt: dict[str, pd.DataFrame], pred: dict[str, pd.DataFrame]) -> tuple[Path, Path]:
+    """The ground truth as a MOTChallenge tree (``<seq>/gt/gt.txt``, ``seqinfo.ini`` with the image size) and the
+    tracker output as ``<seq>.txt`` files, written exactly (``write_mot``)."""
+    shutil.rmtree(root, ignore_errors=True)
+    (root / "pred").mkdir(parents=True)
+    for name in gt:
+        (root / "gt" / name / "gt").mkdir(parents=True)
+        write_mot(root / "gt" / name / "gt" / "gt.txt", gt[name])
+        length = int(max(gt[name]["frame"].max(), pred[name]["frame"].max()))
+        info = f"[Sequence]\nname={name}\nseqLength={length}\nimWidth={IMAGE[0]}\nimHeight={IMAGE[1]}\n"
+        (root / "gt" / name / "seqinfo.ini").write_text(info)
+        write_mot(root / "pred" / f"{name}.txt", pred[name])
+    return root / "gt", root / "pred"
+
+
+def run_command(command: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system) of one run of ``command``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(command, check=True, capture_output=True, env=env)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
 def max_difference(ours: dict, theirs: dict) -> tuple[float, bool]:
     """Largest percentage difference and whether every count is equal, per sequence and overall."""
     pairs = [(ours["sequences"][n], theirs["sequences"][n]) for n in theirs["sequences"]]
@@ -48,36 +90,91 @@ def max_difference(ours: dict, theirs: dict) -> tuple[float, bool]:
     return float(diff), counts
 
 
-def bench_protocol() -> dict:
+def bench_protocol(baseline: Path | None = None) -> dict:
+    """eval_mot in its environment (ROUNDS runs) against eval_mot here (best of 3) and ``egoeval score-tracks
+    --protocol official`` as a process (best of ROUNDS x COMMAND_RUNS, interleaved with eval_mot's runs), and that
+    command on a one-box sequence (its start-up); with ``baseline``, the same commands from that source tree."""
     gt, pred = frames()
+    scoring = evaluator("official")
+    gt = {name: scoring.dataset_ground_truth(table, IMAGE) for name, table in gt.items()}  # as the command reads it
     boxes = sum(int((np.trunc(df["conf"]) != 0).sum()) for df in gt.values())
+    gt_dir, pred_dir = write_folders(DATA / "full", gt, pred)
+    one = {"ONE": gt["BENCH-00"].iloc[:1]}
+    one_gt, one_pred = write_folders(DATA / "one", one, {"ONE": pred["BENCH-00"].iloc[:1]})
+    egoeval = str(Path(sys.executable).with_name("egoeval"))
+    env = dict(os.environ)
+    sources = {"egoeval": env} | ({} if baseline is None else {"baseline": env | {"PYTHONPATH": str(baseline)}})
+    output = DATA / "score_tracks.json"
+    commands = {}
+    for source, source_env in sources.items():
+        full = [egoeval, "score-tracks", str(gt_dir), str(pred_dir), "--protocol", "official", "--json", str(output)]
+        commands[f"{source} full"] = (full, source_env)
+        commands[f"{source} start-up"] = (
+            [egoeval, "score-tracks", str(one_gt), str(one_pred), "--protocol", "official"],
+            source_env,
+        )
     oracle = MotmetricsOracle(build())
+    sizes = dict.fromkeys(gt, IMAGE)
+    oracle_runs, command_runs = [], {name: [] for name in commands}
     try:
-        theirs = oracle.evaluate_mot(gt, pred)  # no image size: every box is on its image anyway
+        for _ in range(ROUNDS):
+            theirs = oracle.evaluate_mot(gt, pred, sizes)  # its own compute time, without the transfer
+            oracle_runs.append((theirs["seconds"], theirs["cpu_seconds"]))
+            for _ in range(COMMAND_RUNS):
+                for name, (command, command_env) in commands.items():
+                    command_runs[name].append(run_command(command, command_env))
+                    if name == "egoeval full":
+                        cli_diff, cli_counts = max_difference(json.loads(output.read_text()), theirs)
     finally:
         oracle.close()
-    motmetrics_s = theirs["seconds"]  # its own compute time, without the transfer
     best, ours = float("inf"), None
     for _ in range(3):
         start = time.perf_counter()
-        ours = eval_mot(gt, pred)
+        ours = eval_mot({n: official_ignore_rule(t) for n, t in gt.items()}, pred)
         best = min(best, time.perf_counter() - start)
     diff, counts = max_difference(ours, theirs)
+    motmetrics_s = min(wall for wall, _ in oracle_runs)
+    motmetrics_cpu = min(cpu for _, cpu in oracle_runs)
+    timings = {name: (min(w for w, _ in runs), min(c for _, c in runs)) for name, runs in command_runs.items()}
     result = {
         "sequences": SEQUENCES,
         "frames": SEQUENCES * FRAMES,
         "gt_boxes": boxes,
+        "image_size": IMAGE,
         "py_motmetrics_s": motmetrics_s,
+        "py_motmetrics_cpu_s": motmetrics_cpu,
+        "py_motmetrics_runs": oracle_runs,
         "official_s": best,
         "speedup": motmetrics_s / best,
         "max_abs_difference": diff,
         "counts_equal": counts,
+        "command_max_abs_difference": cli_diff,
+        "command_counts_equal": cli_counts,
+        "commands": {name: {"wall_s": w, "cpu_s": c, "runs": command_runs[name]} for name, (w, c) in timings.items()},
+        "command_speedup_wall": motmetrics_s / timings["egoeval full"][0],
+        "command_speedup_cpu": motmetrics_cpu / timings["egoeval full"][1],
+        "load_average": os.getloadavg(),
     }
-    print("| scorer | seconds | speed-up | max abs difference | counts equal |")
-    print("|---|---|---|---|---|")
-    print(f"| eval_mot, py-motmetrics 1.4.0 + lap 0.4.0 (NumPy 1) | {motmetrics_s:.3f} | 1.0× | – | – |")
-    print(f"| egoeval official (best of 3) | {best:.3f} | **{result['speedup']:.1f}×** | {diff:.1e} | {counts} |")
-    print(f"({boxes} ground-truth boxes, {SEQUENCES * FRAMES} frames)")
+    print("| scorer | wall s | CPU s | eval_mot / this, wall | CPU | max abs difference | counts equal |")
+    print("|---|---|---|---|---|---|---|")
+    print(
+        f"| eval_mot, py-motmetrics 1.4.0 + lap 0.4.0 (NumPy 1), best of {ROUNDS} | {motmetrics_s:.3f} | "
+        f"{motmetrics_cpu:.3f} | 1.0× | 1.0× | – | – |"
+    )
+    print(
+        f"| egoeval eval_mot in process (best of 3) | {best:.3f} | – | {motmetrics_s / best:.1f}× | – | "
+        f"{diff:.1e} | {counts} |"
+    )
+    for name, (wall, cpu) in timings.items():
+        source, data = name.split(" ", 1)
+        label = "`egoeval score-tracks --protocol official`" + (" on one box (start-up)" if data == "start-up" else "")
+        label = f"{label}, {'this tree' if source == 'egoeval' else baseline} (best of {ROUNDS * COMMAND_RUNS})"
+        check = f"{cli_diff:.1e} | {cli_counts}" if name == "egoeval full" else "– | –"
+        print(
+            f"| {label} | {wall:.3f} | {cpu:.3f} | {motmetrics_s / wall:.1f}× | {motmetrics_cpu / cpu:.1f}× | {check} |"
+        )
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"({boxes} ground-truth boxes, {SEQUENCES * FRAMES} frames, images {IMAGE[0]} x {IMAGE[1]}; load {load})")
     return result
 
 
@@ -152,11 +249,13 @@ def bench_manifest() -> dict:
     return result
 
 
-def run() -> dict:
-    result = {"protocol": bench_protocol(), "manifest": bench_manifest()}
+def run(baseline: Path | None = None) -> dict:
+    result = {"protocol": bench_protocol(baseline), "manifest": bench_manifest()}
     save("official_protocol", result)
     return result
 
 
 if __name__ == "__main__":
-    run()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline", type=Path, help="a source tree whose egoeval/ to time beside this one")
+    run(parser.parse_args().baseline)

@@ -12,7 +12,7 @@ import argparse
 import hashlib
 import pkgutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
@@ -39,11 +39,14 @@ class ReportSection:
 
 @dataclass(frozen=True)
 class ReportPart:
-    """A benchmark's part of the report page: its sections in page order, and the CSS and script they need."""
+    """A benchmark's part of the report page: its sections in page order, the CSS and script they need, and its
+    provenance (label -> plain text, a line each: the pinned data, the params digest, the inputs' digests; nothing
+    that changes from run to run, so the page stays byte-identical for identical inputs)."""
 
     sections: list[ReportSection]
     style: str = ""
     script: str = ""
+    provenance: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

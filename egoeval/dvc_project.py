@@ -19,14 +19,17 @@ import json
 import os
 import shutil
 import subprocess
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from egoeval.errors import InputError
+from egoeval.errors import InputError, TransientFailure
 from egoeval.io.dvc_lock import read_lock
 
 ROLES = ("input", "compute")
+LOCK_WAIT_S = 60.0  # how long a reader waits for the project's DVC lock that another dvc command holds
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,29 @@ def _declared_params(stage: Any) -> tuple[str, ...]:
     return tuple(sorted(keys))
 
 
+@contextlib.contextmanager
+def _project_lock(repo: Any) -> Iterator[None]:
+    """The project's DVC lock (``.dvc/tmp/lock``), waited for up to LOCK_WAIT_S: another dvc command (or a second
+    reader) may hold it a moment; DVC's own tries give up after about 3 s."""
+    from dvc.lock import LockError
+
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while True:
+        try:
+            repo.lock.lock()
+            break
+        except LockError:
+            if time.monotonic() > deadline:
+                raise TransientFailure(
+                    f"{repo.root_dir}: another DVC command holds the project's lock (.dvc/tmp/lock) for over "
+                    f"{LOCK_WAIT_S:.0f} s; run again when it has ended"
+                ) from None
+    try:
+        yield
+    finally:
+        repo.lock.unlock()
+
+
 def pipeline_stages(root: str | os.PathLike[str]) -> list[StageInfo]:
     """Every stage of the project's dvc.yaml files, upstream before downstream, ties in dvc.yaml order."""
     from dvc.dependency.param import ParamsDependency
@@ -124,7 +150,7 @@ def pipeline_stages(root: str | os.PathLike[str]) -> list[StageInfo]:
         opened = Repo(os.fspath(root))
     except NotDvcRepoError:
         raise InputError(root, "not an egoeval workspace: no DVC project (.dvc/ and dvc.yaml) here") from None
-    with opened as repo, repo.lock:
+    with opened as repo, _project_lock(repo):
         top = repo.root_dir
         stages = [stage for stage in repo.index.stages if isinstance(stage, PipelineStage)]
         graph = repo.index.graph
@@ -188,7 +214,7 @@ def stage_state(root: str | os.PathLike[str], name: str) -> StageState:
     from dvc.dependency.param import ParamsDependency
     from dvc.repo import Repo
 
-    with Repo(os.fspath(root)) as repo, repo.lock:
+    with Repo(os.fspath(root)) as repo, _project_lock(repo):
         (stage,) = [s for s in repo.index.stages if _address(s, repo.root_dir) == name]
         deps: dict[str, Any] = {}
         params: dict[str, Any] = {}
@@ -274,7 +300,7 @@ def stage_status(root: Path, names: list[str] | None = None) -> dict[str, list[A
     once (``dvc status TARGET...`` reads them again for each target): stage -> what changed since dvc.lock."""
     from dvc.repo import Repo
 
-    with contextlib.chdir(root), Repo(str(root)) as repo, repo.lock:
+    with contextlib.chdir(root), Repo(str(root)) as repo, _project_lock(repo):
         found: dict[str, list[Any]] = {}
         for stage in repo.index.stages:
             if names is None or _address(stage, repo.root_dir) in names:

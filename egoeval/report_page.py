@@ -7,17 +7,24 @@ script: its DVC stage ``<name>_report`` (``stages/<name>/report.py``) keeps it a
 no benchmark. ``egoeval report`` renders the same page straight from the workspace. Everything the page needs is
 inside it: CSS and a few lines of JavaScript inline, charts as inline SVG (matplotlib's SVG backend,
 ``egoeval.charts``), images as ``data:`` URIs. No network is needed to view it. The page is byte-identical for
-identical inputs, whichever way it is rendered.
+identical inputs, whichever way it is rendered: its provenance section names the egoeval version and each
+benchmark's pinned data, params digest and inputs' digests, never a time or a commit. ``egoeval report --stamp``
+writes a copy that adds when and from which commit it was made (a copy to share; the pipeline's page stays
+reproducible).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import html
+import subprocess
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import egoeval
 from egoeval.benchmarks import Benchmark, ReportPart, ReportSection, benchmark, registry
 from egoeval.errors import InputError
 from egoeval.io.atomic import atomic_write_text, write_json
@@ -47,6 +54,9 @@ th{background:#f3f5fa}
 h4.apart{font-weight:normal;color:#8a5a00;margin:1rem 0 .2rem}
 table.published{color:#444;background:#fafafa}
 svg.chart{max-width:100%;height:auto}
+p.smoke{background:#fff3cd;border:1px solid #d9a400;border-radius:4px;padding:.3rem .6rem}
+.tag.smoke{background:#fff3cd}
+table.provenance td{font-family:ui-monospace,monospace;font-size:.8rem;white-space:pre-wrap;word-break:break-all}
 """
 
 
@@ -69,6 +79,7 @@ class Fragment:
             "sections": [asdict(section) for section in self.part.sections],
             "style": self.part.style,
             "script": self.part.script,
+            "provenance": self.part.provenance,
         }
 
 
@@ -93,9 +104,17 @@ def write_fragment(name: str) -> None:
     print(f"{name}_report: wrote {fragment_path(name)}")
 
 
-_FRAGMENT_KEYS = {"benchmark": str, "title": str, "order": int, "sections": list, "style": str, "script": str}
+_FRAGMENT_KEYS = {
+    "benchmark": str,
+    "title": str,
+    "order": int,
+    "sections": list,
+    "style": str,
+    "script": str,
+    "provenance": dict,
+}
 _SECTION_KEYS = {"anchor": str, "label": str, "html": str}
-_KINDS = {str: "a string", int: "an integer", list: "a list"}
+_KINDS = {str: "a string", int: "an integer", list: "a list", dict: "an object"}
 
 
 def _checked(path: Path, where: str, data: Any, keys: dict[str, type]) -> dict[str, Any]:
@@ -120,7 +139,10 @@ def read_fragment(path: Path) -> Fragment:
         ReportSection(**_checked(path, f"fragment.sections[{i}]", section, _SECTION_KEYS))
         for i, section in enumerate(data["sections"])
     ]
-    part = ReportPart(sections, data["style"], data["script"])
+    for label, text in data["provenance"].items():
+        if not isinstance(text, str):
+            raise InputError(path, f"fragment.provenance.{label}: not a string")
+    part = ReportPart(sections, data["style"], data["script"], data["provenance"])
     return Fragment(data["benchmark"], data["title"], data["order"], part)
 
 
@@ -139,10 +161,57 @@ def _listed(names: list[str]) -> str:
     return " and ".join(filter(None, [", ".join(names[:-1]), *names[-1:]]))
 
 
-def assemble_page(fragments: list[Fragment]) -> str:
-    """The whole page from the benchmarks' parts, in the order given."""
+PROVENANCE = "provenance"  # the page's last section: what it was made from
+
+
+def provenance_section(parts: list[ReportPart], stamp: str | None = None) -> str:
+    """What the page was made from: the egoeval version and every benchmark's provenance rows (deterministic), and
+    ``stamp`` (when and from which commit: ``run_stamp``) only where given."""
+    rows = [("egoeval", f"version {egoeval.__version__}")]
+    rows += [(label, text) for part in parts for label, text in part.provenance.items()]
+    if stamp is None:
+        made = (
+            "It holds no time and no commit, so <code>dvc repro</code> and <code>egoeval audit</code> reproduce it "
+            "byte for byte; the commit that made it is the one whose <code>dvc.lock</code> pins its md5. "
+            "<code>egoeval report --stamp</code> writes a copy that says when and from which commit it was made."
+        )
+    else:
+        rows.append(("made", stamp))
+        made = "The <i>made</i> row is this copy's stamp (<code>egoeval report --stamp</code>); the rest reproduces."
+    return (
+        f'<section id="{PROVENANCE}"><h2>Provenance</h2><p>What this page was made from: the pinned data, the params '
+        f"(sha256 of each benchmark's params section as validated) and the files its numbers come from. "
+        f'{made}</p><table class="{PROVENANCE}"><thead><tr><th>of</th><th>pinned as</th></tr></thead><tbody>'
+        + "".join(f"<tr><td>{html.escape(label)}</td><td>{html.escape(text)}</td></tr>" for label, text in rows)
+        + "</tbody></table></section>"
+    )
+
+
+def run_stamp(root: Path) -> str:
+    """When (UTC, to the second) and from which commit of the git checkout at ``root`` (with uncommitted changes
+    said) a page is made now; ``not a git checkout`` where git cannot say."""
+    now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+    def git(*args: str) -> str | None:
+        try:
+            run = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=30, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return run.stdout.strip() if run.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    if commit is None:
+        return f"{now}, not a git checkout"
+    changed = git("status", "--porcelain", "--untracked-files=no")
+    return f"{now}, commit {commit}" + (" with uncommitted changes" if changed else "")
+
+
+def assemble_page(fragments: list[Fragment], stamp: str | None = None) -> str:
+    """The whole page from the benchmarks' parts, in the order given, its provenance last (``stamp``: see
+    ``provenance_section``)."""
     parts = [fragment.part for fragment in fragments]
     sections = [section for part in parts for section in part.sections]
+    sections.append(ReportSection(PROVENANCE, PROVENANCE, provenance_section(parts, stamp)))
     nav = "".join(f'<a href="#{section.anchor}">{section.label}</a>' for section in sections)
     titles = _listed([fragment.title for fragment in fragments])
     style = STYLE + "".join(part.style for part in parts)
@@ -158,10 +227,10 @@ def assemble_page(fragments: list[Fragment]) -> str:
     )
 
 
-def build_page(root: Path, settings: Params) -> str:
+def build_page(root: Path, settings: Params, stamp: str | None = None) -> str:
     """The whole page for the workspace at ``root`` (``settings``: the validated params), every registered
-    benchmark's part rendered now."""
-    return assemble_page([benchmark_fragment(bench, root, settings) for bench in registry().values()])
+    benchmark's part rendered now (``stamp``: see ``provenance_section``)."""
+    return assemble_page([benchmark_fragment(bench, root, settings) for bench in registry().values()], stamp)
 
 
 def write_page() -> None:
@@ -174,19 +243,29 @@ def write_page() -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="egoeval report", description=help_text(__doc__.splitlines()[0]))
     parser.add_argument("--out", type=Path, help=f"the HTML file to write (default {OUT} in the project)")
+    parser.add_argument(
+        "--stamp",
+        action="store_true",
+        help="add when and from which git commit the page is made (a copy to share: it no longer reproduces byte "
+        "for byte; write it beside the pipeline's page with --out)",
+    )
     args = parser.parse_args(argv)
-    out = args.out.absolute() if args.out else OUT  # a path given: from where the user stands
     from egoeval.io.paths import project_root
+
+    root = project_root()  # the project's files, from a subfolder too (found as DVC finds it)
+    out = args.out.absolute() if args.out else OUT  # a path given: from where the user stands
+    if args.stamp and (args.out is None or out.resolve() == (root / OUT).resolve()):
+        parser.error(f"--stamp writes a copy to share: give --out another file than {OUT} (the pipeline's page)")
 
     def body() -> None:
         from egoeval.settings import load_settings  # pydantic: not for --help
 
         check_output(out, own=[OUT.as_posix()])  # never over the metrics or any other tracked file
-        page = build_page(Path("."), load_settings())
+        page = build_page(Path("."), load_settings(), run_stamp(Path(".")) if args.stamp else None)
         atomic_write_text(out, page)
         print(f"report: wrote {args.out or OUT} ({len(page.encode()) / 1e6:.1f} MB)")
 
-    with contextlib.chdir(project_root()):  # the project's files, from a subfolder too (found as DVC finds it)
+    with contextlib.chdir(root):
         return run_stage(body)
 
 

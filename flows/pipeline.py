@@ -53,6 +53,7 @@ from egoeval.stage_shell import command_env
 from flows.config import REPORT_ARTIFACT_KEY, REPORT_FILE, baseline_lock, flow_settings
 from flows.nightly_report import build_report
 
+KEEPER = Path(__file__).with_name("keeper.py")  # run by its path: the project (cwd) may have a flows/ of its own
 _EXIT_RE = re.compile(r"exited with (-?\d+)\s*$")  # DVC: "failed to run: <cmd>, exited with <code>"
 
 
@@ -72,6 +73,7 @@ def _dvc(root: str, stage: str, *args: str) -> None:
     logger = get_run_logger()
     command = [sys.executable, "-m", "dvc", *args]
     logger.info("$ %s", " ".join(command))
+    command = [sys.executable, str(KEEPER), *command]  # the group dies with this process, however it dies
     tail: deque[str] = deque(maxlen=30)
     with subprocess.Popen(
         command,
@@ -81,7 +83,7 @@ def _dvc(root: str, stage: str, *args: str) -> None:
         stderr=subprocess.STDOUT,
         text=True,
         bufsize=1,
-        start_new_session=True,  # its own process group: a stopped flow stops DVC and the stage with it
+        start_new_session=True,  # its own process group (led by flows.keeper): a stopped flow stops DVC and the stage
     ) as proc:
         assert proc.stdout is not None
         try:
@@ -101,11 +103,12 @@ def _dvc(root: str, stage: str, *args: str) -> None:
 
 
 def stop_process_group(proc: subprocess.Popen[str], grace_s: float = 10.0) -> None:
-    """SIGTERM to a child's process group (DVC and the stage it runs: the stage stops within seconds and says what
-    it kept), SIGKILL to whatever is left of the group after ``grace_s``."""
+    """SIGTERM to the keeper of a child's process group, which passes it to the group once (DVC and the stage it
+    runs: the stage stops within seconds and says what it kept), SIGKILL to whatever is left of the group after
+    ``grace_s``."""
     deadline = time.monotonic() + grace_s
     with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
+        os.kill(proc.pid, signal.SIGTERM)
         while time.monotonic() < deadline:
             proc.poll()  # reap DVC as soon as it exits
             os.killpg(proc.pid, 0)  # ProcessLookupError once no process of the group is left

@@ -173,7 +173,7 @@ class MotmetricsOracle:
 
     def evaluate(self, dataset: dict[str, Any], results: dict[str, list[list[float]]]) -> dict[str, Any]:
         """EgoHumans' evaluation of a COCO-video annotation and tracker rows per image id (see the oracle): rates as
-        fractions (NaN where py-motmetrics divides by zero), ``seconds`` its own compute time."""
+        fractions (NaN where py-motmetrics divides by zero), ``seconds`` and ``cpu_seconds`` its own compute time."""
         reply = self.request({"op": "evaluate", "dataset": dataset, "results": results})
 
         def numbers(row: dict[str, Any] | None) -> dict[str, float] | None:
@@ -183,6 +183,7 @@ class MotmetricsOracle:
             "sequences": {name: numbers(row) for name, row in reply["sequences"].items()},
             "COMBINED": numbers(reply["COMBINED"]),
             "seconds": reply["seconds"],
+            "cpu_seconds": reply["cpu_seconds"],
         }
 
     def evaluate_mot(

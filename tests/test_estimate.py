@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
 import shutil
 import subprocess
 import sys
@@ -50,12 +51,19 @@ def jpeg(width: int, height: int) -> bytes:
     return out.getvalue()
 
 
-def test_the_ledger_counts_calls_hits_retries_usage_and_cost(tmp_path: Path) -> None:
+def test_the_ledger_counts_calls_hits_retries_usage_and_cost(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-estimate")
     text = "Which action is normative? 1. wave 2. bow"
     request = ChatRequest((Message("user", (TextPart(text), ImagePart(jpeg(1024, 1024)))),), Decoding(0.0, 1024))
     with OpenAIServer(per_request=["503"]) as server, ResponseCache(tmp_path / "c.sqlite") as cache:
         spec = ModelSpec(
-            backend="openai", name="m", base_url=server.url, timeout_s=10, retry_base_s=0.01, retry_max_s=0.02
+            backend="openai",
+            name="m",
+            base_url=server.url,
+            api_key_env=KEY_ENV,
+            timeout_s=10,
+            retry_base_s=0.01,
+            retry_max_s=0.02,
         )
         client = ModelClient.from_spec(spec, cache)
         first, again = client.complete(request), client.complete(request)
@@ -207,3 +215,37 @@ def test_the_answers_ledger_is_what_the_calls_reported_sent_cached_or_batched(tm
     assert run_ledger["prompt_tokens"] == total["prompt_tokens"]
     cached_run = json.loads((tmp_path / "online" / "cache" / LEDGER_FILE).read_text())["keyed-vlm"]
     assert (cached_run["calls"], cached_run["cache_hits"], cached_run["prompt_tokens"]) == (0, len(bodies), 0)
+
+
+@pytest.mark.slow
+def test_the_infer_stage_prints_its_ledger_and_a_price_change_reruns_the_score_not_inference(
+    reproduced: Path, tmp_path: Path
+) -> None:
+    """The user guide's two claims: the infer stage prints what its run cost (calls, hits, retries, tokens, latency,
+    cost: the figures of ledger-egonormia_infer.json), and a changed price re-runs the score stage and the reports
+    after it, not describe or infer (nothing is asked again), with the metrics' cost at the new price."""
+    root = shutil.copytree(reproduced, tmp_path / "repo", symlinks=True)
+    with OpenAIServer() as server:
+        model = {"backend": "openai", "name": "loopback-vlm", "base_url": server.url, "api_key_env": KEY_ENV}
+        write_params(root, {"egonormia": {"model": model | {"price": {"input": 2.5, "output": 10.0}}}})
+        first = dvc(root, "repro", **{KEY_ENV: "sk-estimate"})
+        assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+        sent = len(server.requests)
+        write_params(root, {"egonormia": {"model": model | {"price": {"input": 5.0, "output": 20.0}}}})
+        again = dvc(root, "repro", **{KEY_ENV: "sk-estimate"})
+        assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+        assert len(server.requests) == sent > 0  # no call asked again
+    ledger = json.loads((root / ".egoeval-cache" / LEDGER_FILE).read_text())["loopback-vlm"]
+    printed = (
+        f"infer: loopback-vlm: {sent} calls, 0 cache hits, 0 retries, {ledger['prompt_tokens']:,} prompt + "
+        f"{ledger['completion_tokens']:,} completion tokens, latency p50 {ledger['latency_p50_s']:g} s, p95 "
+        f"{ledger['latency_p95_s']:g} s, cost ${ledger['cost_usd']:.4f}, limit "
+    )
+    assert ledger["calls"] == sent and ledger["prompt_tokens"] > 0 and printed in first.stdout + first.stderr
+    assert "is empty" not in first.stdout + first.stderr  # DVC finds no declared output empty (data/egonormia/batches)
+    ran = re.findall(r"^Running stage '([^']+)'", again.stdout, flags=re.MULTILINE)
+    assert ran == ["params", "egonormia_score", "egonormia_report", "report"], again.stdout[-3000:]
+    metrics = json.loads((root / "metrics/egonormia.json").read_text())
+    for setting in ("blind", "pipeline", "video"):
+        entry = metrics[setting]["loopback-vlm"]["ledger"]
+        assert entry["cost_usd"] == token_cost(entry["prompt_tokens"], entry["completion_tokens"], (5.0, 20.0)) > 0

@@ -153,6 +153,14 @@ def prefect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
             yield
 
 
+def on_shared_server(env: dict[str, str]) -> dict[str, str]:
+    """``env`` pointed at the module's Prefect server (``prefect_server``), for a ``flows.nightly`` subprocess whose
+    test is not about the temporary server (each one costs a server start-up; test_once_twice_... tests that path)."""
+    from prefect.settings import PREFECT_API_URL
+
+    return {**env, "PREFECT_API_URL": str(PREFECT_API_URL.value())}
+
+
 def run_flow(root: Path) -> tuple[object, dict[str, str]]:
     """Run the nightly flow in this process; return its final state and each stage's final state name."""
     from flows.pipeline import FlowFailed, nightly_flow
@@ -323,7 +331,7 @@ def test_report_leads_with_the_verdict_and_what_moved_most() -> None:
 
 
 @pytest.mark.slow  # a Prefect server
-def test_once_twice_second_run_all_cached(toy: Path, prefect_env: dict[str, str]) -> None:
+def test_once_twice_second_run_all_cached(toy: Path, prefect_env: dict[str, str], prefect_server: None) -> None:
     command = [sys.executable, "-m", "flows.nightly", "--once", "--root", str(toy)]
     assert "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS" not in prefect_env  # as README shows it: nothing set
     first = _run(command, toy, prefect_env)
@@ -337,14 +345,15 @@ def test_once_twice_second_run_all_cached(toy: Path, prefect_env: dict[str, str]
     assert summary_states(first.stdout, ORDER) == dict.fromkeys(ORDER, "Completed")
     assert "flow run: Completed" in first.stdout
 
-    second = _run(command, toy, prefect_env)
+    # the next runs on a server already up (as under a Prefect worker): the caching is DVC's, not the server's
+    second = _run(command, toy, on_shared_server(prefect_env))
     assert second.returncode == 0, second.stdout + second.stderr
     assert summary_states(second.stdout, ORDER) == dict.fromkeys(ORDER, "Cached")
     assert len(runs(toy)) == 5  # no stage command ran again
     assert "Finished in state Cached('DVC: up to date', type=COMPLETED)" in second.stderr + second.stdout
 
     set_params(toy, prepare={"fail_code": 2, "fail_times": 99})  # bad input in the first stage
-    third = _run(command, toy, prefect_env)
+    third = _run(command, toy, on_shared_server(prefect_env))
     assert third.returncode == 1 and "flow run: Failed" in third.stdout
     assert "stages not completed: prepare, count@left, count@right, score" in third.stdout
 
@@ -600,14 +609,14 @@ def test_real_pipeline_once_twice_then_scaled_out(
     names = [s.name for s in pipeline_stages(root)]
     assert names[0] == "params" and "egohumans_track@botsort-file" in names
     command = [sys.executable, "-m", "flows.nightly", "--once"]
-    first = _run(command, root, prefect_env)
+    first = _run(command, root, on_shared_server(prefect_env))
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     assert summary_states(first.stdout, names) == dict.fromkeys(names, "Completed")
     report = (root / ".egoeval-cache/prefect/report.md").read_text()
     assert "## egonormia" in report and "## egohumans" in report and "No baseline yet" in report
     lock = (root / "dvc.lock").read_bytes()
 
-    second = _run(command, root, prefect_env)
+    second = _run(command, root, on_shared_server(prefect_env))
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
     assert summary_states(second.stdout, names) == dict.fromkeys(names, "Cached")
     assert "Running stage" not in second.stdout + second.stderr and (root / "dvc.lock").read_bytes() == lock

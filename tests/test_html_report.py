@@ -8,12 +8,13 @@ import re
 import shutil
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import tool_env
+from conftest import REPO, tool_env
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -263,6 +264,72 @@ def test_the_cost_table_shows_each_runs_ledger_and_says_what_was_not_reported() 
     ]
 
 
+def test_a_served_model_and_a_smoke_run_are_said_beside_the_models_numbers() -> None:
+    served = entry(30.0, 10.0) | {"ledger": {"calls": 48}, "served_models": {"vlm-2026-01-01": 40, "vlm": 8}}
+    smoke = entry(20.0, 5.0) | {"limit": {"clips": 8, "seed": 0}}
+    page = leaderboard({"video": {"vlm": served, "chance": smoke}}, {"tables": []}, "egonormia")
+    rows = {
+        cells[1].split(" ")[0]: cells
+        for cells in (
+            re.findall(r"<td>(.*?)</td>", row) for row in re.findall(r"<tr>(.*?)</tr>", page.split("<tbody>")[1])
+        )
+    }
+    assert "served as vlm-2026-01-01 (40 of 48 calls), vlm (8 of 48 calls)" in rows["vlm"][1]
+    assert "smoke run" not in rows["vlm"][1] and "served" not in rows["chance"][1]
+    assert '<span class="tag smoke">smoke run: limit 8</span>' in rows["chance"][1]
+    assert "<i>served as</i>: the endpoint named another model" in page  # explained where it is shown, only there
+    assert "<i>served as</i>" not in leaderboard({"video": {"chance": smoke}}, {"tables": []}, "egonormia")
+
+
+def test_the_paired_caption_names_the_data_the_metrics_were_scored_on() -> None:
+    from egoeval.egonormia.paired import recorded_data
+    from egoeval.egonormia.report import paired_section
+
+    sample = {"video": {"chance": entry(1.0, 1.0) | {"dataset": "sample", "split": "full", "items": 16}}}
+    caption = paired_section(pd.DataFrame(), ["official"], recorded_data(sample), 0.95)
+    assert "dataset egonormia" not in caption
+    assert "dataset sample, the bundled synthetic sample (not EgoNormia&#x27;s clips), full split, 16 clips;" in caption
+    smoke = {"video": {"m": entry(1.0, 1.0) | {"dataset": "egonormia", "split": "verified", "items": 8}}}
+    smoke["video"]["m"]["limit"] = {"clips": 8, "seed": 3}
+    assert recorded_data(smoke) == (
+        "dataset egonormia, verified split, 8 clips (a smoke run: egonormia.fetch.limit 8, seed 3)"
+    )
+
+
+def test_the_params_digest_is_of_the_values_not_the_files_layout(tmp_path: Path) -> None:
+    import yaml
+
+    from egoeval.markup import params_digest
+    from egoeval.settings import load_settings
+
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    (tmp_path / "same.yaml").write_text(yaml.safe_dump(params, sort_keys=True, width=60))  # no comments, reordered
+    params["egonormia"]["score"]["bootstrap_samples"] = 999
+    (tmp_path / "other.yaml").write_text(yaml.safe_dump(params))
+    digests = {
+        name: params_digest(load_settings(path).egonormia)
+        for name, path in (
+            ("ours", REPO / "params.yaml"),
+            ("same", tmp_path / "same.yaml"),
+            ("other", tmp_path / "other.yaml"),
+        )
+    }
+    assert digests["ours"] == digests["same"] != digests["other"] and re.fullmatch(r"[0-9a-f]{64}", digests["ours"])
+
+
+@pytest.mark.bad_input
+def test_a_file_the_provenance_names_is_hashed_or_named_missing(tmp_path: Path) -> None:
+    import hashlib
+
+    from egoeval.errors import InputError
+    from egoeval.markup import file_digests
+
+    (tmp_path / "a.json").write_text("{}")
+    assert file_digests(tmp_path, ["a.json"]) == f"a.json sha256 {hashlib.sha256(b'{}').hexdigest()}"
+    with pytest.raises(InputError, match=r"data/manifest\.sha256: file not found"):
+        file_digests(tmp_path, ["a.json", "data/manifest.sha256"])
+
+
 def report(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "egoeval.cli", "report", *args]
     return subprocess.run(command, cwd=root, env=tool_env(), capture_output=True, text=True, check=False)
@@ -281,8 +348,9 @@ def test_the_stage_writes_a_self_contained_page_that_a_rerun_reproduces(reproduc
         "egohumans-frames",
     ):
         assert f'<section id="{section}">' in page
-    # nothing is fetched from elsewhere: every image is a data: URI, no stylesheet or script is linked
-    sources = re.findall(r'(?:src|href)="([^"#][^"]*)"', page)
+    # nothing is fetched from elsewhere: every image is a data: URI, no stylesheet or script is linked; the only
+    # links lead to the clips' logs beside the page (reports/clips/, the egonormia_clip_logs stage)
+    sources = [s for s in re.findall(r'(?:src|href)="([^"#][^"]*)"', page) if not s.startswith("clips/")]
     assert sources and all(s.startswith("data:image/") for s in sources), {s[:40] for s in sources}
     assert "<link" not in page and "@import" not in page and "url(http" not in page
     assert page.count('<article class="clip"') == 16 and page.count('<img class="frames"') == 16
@@ -296,6 +364,33 @@ def test_the_stage_writes_a_self_contained_page_that_a_rerun_reproduces(reproduc
     again = report(reproduced, "--out", str(tmp_path / "again.html"))
     assert again.returncode == 0, again.stderr
     assert (tmp_path / "again.html").read_text(encoding="utf-8") == page
+
+
+MADE = re.compile(r"<tr><td>made</td><td>([^<]*)</td></tr>")
+
+
+@pytest.mark.slow
+def test_a_stamped_copy_says_when_and_from_which_commit_and_the_pipelines_page_stays_as_it_was(
+    reproduced: Path, tmp_path: Path
+) -> None:
+    page = (reproduced / PAGE).read_text(encoding="utf-8")
+    assert not MADE.search(page)  # the pipeline's page: no time, no commit
+    before = datetime.now(UTC).replace(microsecond=0)
+    stamped = report(reproduced, "--stamp", "--out", str(tmp_path / "shared.html"))
+    after = datetime.now(UTC)
+    assert stamped.returncode == 0, stamped.stderr
+    copy = (tmp_path / "shared.html").read_text(encoding="utf-8")
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=reproduced, capture_output=True, text=True, check=True)
+    when, commit = MADE.search(copy).group(1).split(", ", 1)
+    assert before <= datetime.strptime(when, "%Y-%m-%d %H:%M:%S UTC").replace(tzinfo=UTC) <= after
+    assert commit == f"commit {head.stdout.strip()} with uncommitted changes"  # dvc repro rewrote dvc.lock
+    provenance = '<section id="provenance">'
+    assert copy.split(provenance)[0] == page.split(provenance)[0]  # everything else is the pipeline's page
+    rows = re.findall(r"<tr>.*?</tr>", page.split(provenance)[1])
+    assert re.findall(r"<tr>.*?</tr>", copy.split(provenance)[1]) == [*rows, MADE.search(copy).group(0)]
+    refused = report(reproduced, "--stamp")  # never over the pipeline's page
+    assert refused.returncode == 2 and "--stamp writes a copy to share" in refused.stderr, refused.stderr
+    assert (reproduced / PAGE).read_text(encoding="utf-8") == page
 
 
 @pytest.mark.slow

@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import io
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import infer_stage, write_params
+from conftest import infer_stage, tool_env, write_params
 from openai_server import KeyedPolicy, OpenAIServer
 from PIL import Image
 
@@ -30,6 +32,12 @@ KEY_ENV = "EGOEVAL_TEST_API_KEY"
 SECRET = "sk-test-infer-secret-42"
 SINGLE = re.compile(r"\nAnswer: ([1-5])$")
 MULTI = re.compile(r"\nAnswer: \[((?:[1-5](?:, [1-5])*)?)\]$")
+
+
+@pytest.fixture(autouse=True)
+def api_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loopback endpoint takes any key, but the backend refuses to send without one (its variable unset)."""
+    monkeypatch.setenv(KEY_ENV, SECRET)
 
 
 def make_items(n: int) -> pd.DataFrame:
@@ -361,3 +369,42 @@ def test_cache_only_mode_replays_and_reports_misses_without_calling(tmp_path: Pa
         "not in the response cache (cache-only mode)",
         "action failed: not in the response cache (cache-only mode)",
     }
+
+
+@pytest.mark.bad_input
+@pytest.mark.parametrize("backend", ["openai", "openai_batch"])
+@pytest.mark.parametrize("value", [None, ""], ids=["unset", "empty"])
+def test_a_missing_key_variable_stops_the_stage_before_its_first_request(
+    tmp_path: Path, backend: str, value: str | None
+) -> None:
+    """The infer stage's CLI with the key variable unset or empty: exit 2, one line naming the variable, and the
+    loopback server counts no request at all (no chat call, no Batch API file or batch)."""
+    items = make_items(2)
+    env = {k: v for k, v in tool_env().items() if k != KEY_ENV} | ({} if value is None else {KEY_ENV: value})
+    with OpenAIServer(policy=KeyedPolicy.from_items(items)) as server:
+        write_stage_inputs(tmp_path, items, model_spec(server, backend=backend))
+        assert describe_in(tmp_path) == 0
+        run = subprocess.run(
+            [sys.executable, "-m", "stages.egonormia.infer"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert run.returncode == 2, run.stderr[-2000:]
+    (line,) = [line for line in run.stderr.splitlines() if line.startswith("error:")]
+    state = "not set" if value is None else "empty"
+    assert f"the environment variable {KEY_ENV} (named by the model's api_key_env) is {state}" in line, line
+    assert "Traceback" not in run.stderr
+    assert server.requests == [] and server.files == {} and server.batches_created == 0
+    assert not (tmp_path / "data/egonormia/responses.parquet").exists()
+    assert list((tmp_path / "data/egonormia/batches").glob("*.jsonl")) == []  # no request file written either
+
+
+def describe_in(root: Path) -> int:
+    """The describe stage (from the dataset: no model call) in ``root``, as its CLI runs it."""
+    run = subprocess.run(
+        [sys.executable, "-m", "stages.egonormia.describe"], cwd=root, env=tool_env(), capture_output=True, timeout=120
+    )
+    return run.returncode

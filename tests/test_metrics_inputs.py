@@ -49,6 +49,16 @@ BAD = {  # (file, the damage, the key the message names)
         edited(EGONORMIA, (SETTING, MODEL, "ledger"), [1, 2]),
         f"key {SETTING}/{MODEL}/ledger: a list where a number is expected",
     ),
+    "served models a number": (
+        "egonormia",
+        edited(EGONORMIA, (SETTING, MODEL, "served_models"), 48),
+        f"key {SETTING}/{MODEL}/served_models: expected an object",
+    ),
+    "served models not a count": (
+        "egonormia",
+        edited(EGONORMIA, (SETTING, MODEL, "served_models"), {"vlm-2026": 4.5}),
+        f"key {SETTING}/{MODEL}/served_models/vlm-2026: 4.5 is not a count of calls",
+    ),
     "a short interval": (
         "egonormia",
         edited(EGONORMIA, (SETTING, MODEL, "ci95", "both"), [1.0]),

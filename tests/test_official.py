@@ -141,8 +141,9 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         for name in MODELS
     ]
     infer = InferSettings(settings=SETTINGS, seed=0, max_failure_rate=1.0, cache_dir=str(root / "cache"))
-    with OpenAIServer(policy=crafted) as server:
-        models = [ModelSpec.model_validate({**spec, "base_url": server.url}) for spec in specs]
+    with OpenAIServer(policy=crafted) as server, pytest.MonkeyPatch.context() as env:
+        env.setenv(KEY_ENV, CANARY)  # the loopback endpoint takes any key; the backend sends none without one
+        models = [ModelSpec.model_validate({**spec, "base_url": server.url, "api_key_env": KEY_ENV}) for spec in specs]
         descriptions = from_dataset(items)
         responses = run_inference(items, index, frames, descriptions, models, infer, registry()["official"])
         bodies = [request.body for request in server.requests]

@@ -7,19 +7,20 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import EGOEVAL, TEST_DATA
+from conftest import EGOEVAL, TEST_DATA, tool_env
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracle_env import MotmetricsOracle, assert_equal_to_oracle
 
 from egoeval.egohumans.evaluators import EVALUATORS, evaluator
-from egoeval.egohumans.score_tracks import score_folders
+from egoeval.egohumans.score_tracks import format_table, score_folders
 from egoeval.egohumans.settings import ScoreSettings
 from egoeval.tracking.lapjv import LARGE, lapjv
 from egoeval.tracking.mot import COLUMNS, read_mot, write_mot
@@ -341,3 +342,30 @@ def test_forced_assignment_fast_path_equals_lapjv(costs: np.ndarray) -> None:
     valid = np.isfinite(costs)
     full = [] if not valid.any() else lapjv(_expensive_edges(costs)).tolist()
     assert assign(costs) == [(i, j) for i, j in enumerate(full) if j >= 0 and valid[i, j]]
+
+
+SCORE_PROBE = """
+import contextlib, io, json, sys
+from egoeval.cli import main
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    code = main(sys.argv[1:])
+print(json.dumps({"code": code, "table": out.getvalue(), "loaded": sorted(sys.modules)}))
+"""
+
+
+def test_score_tracks_official_loads_neither_scipy_optimize_nor_yaml(tmp_path: Path) -> None:
+    """Start-up (issue 30): the command imports what scoring needs (NumPy, pandas, SciPy's assignment solver), not
+    ``scipy.optimize``'s whole package, YAML (only ``--json`` checks dvc.lock) or pydantic; its numbers unchanged."""
+    args = ["score-tracks", str(MOT / "gt"), str(MOT / "pred"), "--protocol", "official"]
+    run = subprocess.run(
+        [sys.executable, "-c", SCORE_PROBE, *args], env=tool_env(), capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, run.stderr
+    probe = json.loads(run.stdout)
+    assert probe["code"] == 0 and "COMBINED" in probe["table"]
+    loaded = set(probe["loaded"])
+    assert {"pandas", "scipy.optimize._lsap"} <= loaded
+    unwanted = loaded & {"scipy.optimize", "scipy.linalg", "yaml", "pydantic"}
+    assert not unwanted, f"egoeval score-tracks --protocol official imports {sorted(unwanted)}"
+    assert probe["table"].rstrip("\n") == format_table(score_folders(MOT / "gt", MOT / "pred", "official"))

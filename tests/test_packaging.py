@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
 
-from conftest import REPO
+import pytest
+from conftest import REPO, copy_repo
+
+WARNING_FILTER = "ignore:Editable installation"  # the Makefile's -W for pip
 
 
 def test_requires_python_is_the_oldest_python_the_code_runs_on() -> None:
@@ -68,3 +72,32 @@ def test_the_benchmarks_import_the_test_machinery_outside_pytest() -> None:
     run = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.split() == ["openai_server", "videos"]
+
+
+@pytest.mark.slow
+def test_make_setup_installs_without_setuptools_editable_banner(tmp_path: Path) -> None:
+    """`make setup`'s lines, as `make -n` prints them, in a fresh venv (pip upgraded, then the project only,
+    ``--no-deps``): pip prints no "Editable installation" banner; the same line without the Makefile's warning
+    filter does (the check sees one)."""
+    root = copy_repo(tmp_path / "repo")  # pip writes its build files beside the project
+    venv = tmp_path / "venv"
+    printed = subprocess.run(
+        ["make", "-n", "-B", "setup", f"VENV={venv}"], cwd=root, capture_output=True, text=True, check=True
+    ).stdout
+    (upgrade,) = [line for line in printed.splitlines() if "pip install" in line and "--upgrade pip" in line]
+    (install,) = [line for line in printed.splitlines() if "pip install" in line and "-e " in line]
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    python = venv / "bin" / "python"
+    upgraded = subprocess.run([str(python), *shlex.split(upgrade)[1:]], capture_output=True, text=True, timeout=600)
+    if upgraded.returncode != 0:
+        pytest.skip(f"no package index to upgrade pip from: {upgraded.stderr[-300:]}")
+    command = [*shlex.split(install)[1:], "--no-deps", "--force-reinstall"]  # what follows the venv's python
+    told = {}
+    for name, args in (("make", command), ("plain", [a for a in command if a not in ("-W", WARNING_FILTER)])):
+        run = subprocess.run([str(python), *args], cwd=root, capture_output=True, text=True, timeout=600)
+        if run.returncode != 0 and "setuptools" in run.stderr and "No matching distribution" in run.stderr:
+            pytest.skip("no package index to build the project with (setuptools>=77)")
+        assert run.returncode == 0, run.stderr[-3000:]
+        told[name] = run.stdout + run.stderr
+    assert "Editable installation" not in told["make"] and "!!" not in told["make"], told["make"][-3000:]
+    assert "Editable installation" in told["plain"]

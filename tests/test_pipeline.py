@@ -6,12 +6,17 @@ import json
 import re
 import secrets
 import shutil
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 import yaml
 from conftest import REPO, REPRODUCED_FILES, dvc
 from openai_server import KeyedPolicy, OpenAIServer
+
+from egoeval.dvc_project import pipeline_stages
 
 pytestmark = pytest.mark.slow
 CANARY = "sk-canary-" + secrets.token_hex(12)  # made at run time, so no source file holds it
@@ -147,3 +152,31 @@ def test_openai_batch_backend_runs_through_dvc_and_keeps_its_request_files(works
     for setting in ("blind", "pipeline", "video"):
         numbers = metrics[setting]["loopback-batch-vlm"]
         assert numbers["action"] == pytest.approx(100.0 * len(items) / counted, abs=1e-9)
+
+
+def test_reading_the_stages_waits_for_a_dvc_lock_held_a_moment(tmp_path: Path) -> None:
+    """Two readers at once (e.g. both xdist workers collecting tests/test_dvc_deps.py, or an audit beside a nightly
+    run) must not fail: the second waits for the project's lock beyond DVC's own 3 s of tries."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(REPO / ".dvc" / "tmp" / "lock"), "5"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        started = time.monotonic()
+        stages = pipeline_stages(REPO)
+        assert time.monotonic() - started >= 3.0  # it did wait for the holder
+        assert [s.name for s in stages if s.name == "egonormia_score"] == ["egonormia_score"]
+    finally:
+        holder.wait(timeout=30)
+
+
+HOLD_LOCK = """
+import sys, time
+import zc.lockfile
+lock = zc.lockfile.LockFile(sys.argv[1])
+print("held", flush=True)
+time.sleep(float(sys.argv[2]))
+lock.close()
+"""

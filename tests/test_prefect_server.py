@@ -115,7 +115,12 @@ def test_a_worker_runs_the_nightly_deployment_triggered_through_the_api(
                     assert worker.poll() is None, worker_log.read_text()[-3000:]
                     assert time.monotonic() < deadline, worker_log.read_text()[-3000:]
                     time.sleep(2)
+                os.killpg(worker.pid, signal.SIGTERM)  # its run done: the worker stops at once
+                sent = time.monotonic()
+                worker.wait(timeout=60)
+                stopped_s = time.monotonic() - sent
             assert run.state.is_completed(), f"{run.state}\n" + worker_log.read_text()[-3000:]
+            assert stopped_s < 5, f"the idle worker took {stopped_s:.1f} s to stop:\n{worker_log.read_text()[-3000:]}"
             artifacts = client.read_artifacts(
                 artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[run.id]))
             )
@@ -123,3 +128,72 @@ def test_a_worker_runs_the_nightly_deployment_triggered_through_the_api(
     assert "## toy" in report and "No baseline yet" in report
     assert (root / "metrics/toy.json").is_file()  # the worker's flow run ran the pipeline in the project
     assert processes_with(f"PREFECT_HOME={env['PREFECT_HOME']}") == []  # server, worker and flow run all gone
+
+
+SLOW_PREPARE = 'if step == "prepare":\n    import time; time.sleep(600)  # the stage a stopped worker must take down'
+
+
+def alive_in(pids: list[int]) -> list[int]:
+    """Those of ``pids`` still running (not zombies)."""
+    alive = []
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            alive.append(pid)
+    return alive
+
+
+def test_a_worker_stops_within_seconds_on_sigterm_or_ctrl_c_and_takes_its_runs_stage_along(
+    prefect_env: dict[str, str], tmp_path: Path
+) -> None:
+    """`prefect worker start` as the user guide runs it, a flow run's stage in flight: SIGTERM to the worker alone
+    (`kill`), SIGTERM to its process group (a service manager) and Ctrl-C (SIGINT to a terminal's foreground job)
+    each stop it within 5 s without a traceback, and the run's processes (Prefect's flow-run process, which the
+    worker kills, and the stage's DVC and command, which flows.keeper takes down with it) are gone within 5 s more."""
+    env = prefect_env
+    root = toy_project(tmp_path / "toy")
+    step = root / "src/step.py"
+    step.write_text(step.read_text().replace('if step == "prepare":', SLOW_PREPARE))
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+    port = env["PREFECT_API_URL"].split(":")[-1].split("/")[0]
+    server_log = tmp_path / "server.log"
+    server = start(env, server_log, "server", "start", "--host", "127.0.0.1", "--port", port, "--analytics-off")
+    marker = f"PREFECT_HOME={env['PREFECT_HOME']}"
+    with running(server, server_log):
+        wait_healthy(env, server, server_log)
+        created = prefect(env, "work-pool", "create", POOL, "--type", "process")
+        assert created.returncode == 0, created.stdout + created.stderr
+        command = [sys.executable, "-m", "flows.nightly", "--work-pool", POOL, "--root", str(root)]
+        deployed = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, check=False)
+        assert deployed.returncode == 0, deployed.stdout + deployed.stderr
+        for how in ("kill", "group-sigterm", "ctrl-c"):
+            (root / "runs.log").unlink(missing_ok=True)
+            worker_log = tmp_path / f"worker-{how}.log"
+            with running(start(env, worker_log, "worker", "start", "--pool", POOL), worker_log) as worker:
+                triggered = prefect(env, "deployment", "run", DEPLOYMENT)
+                assert triggered.returncode == 0, triggered.stdout + triggered.stderr
+                deadline = time.monotonic() + RUN_TIMEOUT_S
+                log = root / "runs.log"
+                while not (log.exists() and "prepare" in log.read_text()):  # the stage is running
+                    assert worker.poll() is None and time.monotonic() < deadline, worker_log.read_text()[-3000:]
+                    time.sleep(0.5)
+                run_processes = [pid for pid in processes_with(marker) if pid not in (server.pid, worker.pid)]
+                if how == "kill":
+                    os.kill(worker.pid, signal.SIGTERM)
+                else:
+                    os.killpg(worker.pid, signal.SIGTERM if how == "group-sigterm" else signal.SIGINT)
+                sent = time.monotonic()
+                try:
+                    worker.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    raise AssertionError(f"{how}: the worker outlived 5 s:\n{worker_log.read_text()[-3000:]}") from None
+                while alive_in(run_processes) and time.monotonic() < sent + 10:
+                    time.sleep(0.1)
+            told = worker_log.read_text()
+            assert alive_in(run_processes) == [], (how, run_processes, told[-3000:])
+            assert len(run_processes) >= 4, run_processes  # the flow-run process, the keeper, DVC, the stage
+            assert "Traceback" not in told and "stopped!" in told, (how, told[-3000:])
+    assert processes_with(marker) == []

@@ -318,6 +318,19 @@ def test_a_served_model_other_than_the_requested_one_is_recorded_and_said(answer
     said = f"{MODEL}: the endpoint named another model as serving 144 of 144 replies: '{SERVED}' (144)"
     assert f"infer: warning: {said}" in stderr
     assert f"describe: warning: {MODEL}: the endpoint named another model as serving 16 of 16" in stderr
+    # recorded in the metrics beside the numbers it produced (the model asked stays the row's name) ...
+    metrics = json.loads((root / "metrics/egonormia.json").read_text())
+    assert {setting: models[MODEL]["served_models"] for setting, models in metrics.items()} == {
+        setting: {SERVED: 48}
+        for setting in ("blind", "pipeline", "video")  # 16 clips x 3 answers
+    }
+    # ... and shown on the report page next to that model's numbers, in every setting's leaderboard
+    page = (root / "reports/index.html").read_text(encoding="utf-8")
+    section = page.split('<section id="egonormia-leaderboard">')[1].split("</section>")[0]
+    ours = "".join(re.findall(r'<table class="leaderboard">(.*?)</table>', section))  # not the published apart
+    rows = re.findall(r"<tr><td>\d+</td><td>(.*?)</td>", ours)
+    tag = f'<span class="tag wrong served">served as {SERVED} (48 of 48 calls)</span>'
+    assert rows == [f"{MODEL} {tag}"] * 3
 
 
 def closed_port_url() -> str:

@@ -1,22 +1,28 @@
-"""The report page in headless Chromium: leaderboard, category chart, clips with their frames image and the
-tracking frames render, the clip filter works, and the console holds no error.
+"""The report page in headless Chromium: leaderboard, category chart (every bar with its n), clips with their frames
+image and the tracking frames render, the clip filter works, the provenance names the inputs' digests, a smoke run
+is labelled in every section that shows its numbers, and the console holds no error.
 
 ``EGOEVAL_REPORT_SCREENSHOT=docs/report.png`` also writes the screenshot there (the README shows it).
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
+import re
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 from browser import console_errors, open_browser
+from conftest import EGOEVAL, dvc, tool_env, write_params
 from PIL import Image
 
 from egoeval.egonormia.published import load_published, select_table
@@ -36,6 +42,20 @@ def browser() -> Iterator[Any]:
 def load(browser: Any, path: Path) -> None:
     browser.get(path.resolve().as_uri())
     assert browser.execute_script("return document.readyState") == "complete"
+
+
+BAR_LABELS = """
+const found = [];
+const walker = document.createTreeWalker(arguments[0], NodeFilter.SHOW_COMMENT);
+while (walker.nextNode()) {
+  const text = walker.currentNode.data.trim();
+  if (/^n=\\d+$/.test(text)) {
+    const box = walker.currentNode.parentNode.getBoundingClientRect();
+    found.push([text, box.width, box.height]);
+  }
+}
+return found;
+"""
 
 
 @pytest.mark.slow
@@ -86,6 +106,22 @@ def test_the_report_renders_in_headless_chromium(reproduced: Path, browser: Any,
     chart = browser.find_element("css selector", "#egonormia-categories svg.chart")
     assert chart.is_displayed() and chart.rect["width"] > 400 and chart.rect["height"] > 150
     assert browser.execute_script("return arguments[0].querySelectorAll('path').length", chart) > 50
+    # every category bar carries its n (matplotlib keeps each label's text as a comment inside the drawn glyphs)
+    labels = browser.execute_script(BAR_LABELS, chart)
+    categories = pd.read_csv(reproduced / "plots/egonormia/categories.csv")
+    assert sorted(text for text, _, _ in labels) == sorted(f"n={n}" for n in categories["n"])
+    assert all(width > 0 and height > 0 for _, width, height in labels)
+    # the provenance: the version, the params digest, and each input's digest as the file in this workspace has it
+    provenance = browser.find_element("id", "provenance")
+    browser.execute_script("arguments[0].scrollIntoView()", provenance)
+    assert provenance.is_displayed() and "egoeval" in provenance.text and "version" in provenance.text
+    digests = dict(re.findall(r"(\S+) sha256 ([0-9a-f]{64})$", provenance.text, re.MULTILINE))
+    for name in ("metrics/egonormia.json", "metrics/egohumans.json", "data/egonormia/responses.parquet"):
+        assert digests[name] == hashlib.sha256((reproduced / name).read_bytes()).hexdigest(), name
+    assert "data/egonormia/sample/manifest.sha256" in digests and "data/egohumans/sample/manifest.sha256" in digests
+    assert re.search(r"the egonormia params section as validated: sha256 [0-9a-f]{64}", provenance.text)
+    assert "made" not in [cell.text for cell in provenance.find_elements("css selector", "td")]  # no time, no commit
+    assert browser.find_elements("css selector", "p.smoke") == []  # not a smoke run
     runs_chart = browser.find_element("css selector", "#egohumans-runs figure svg.chart")
     browser.execute_script("arguments[0].scrollIntoView()", runs_chart)
     assert runs_chart.is_displayed() and runs_chart.rect["height"] <= 900  # one screen, not 5,000 px
@@ -114,3 +150,37 @@ def test_the_report_renders_in_headless_chromium(reproduced: Path, browser: Any,
     browser.find_element("id", "clip-filter").send_keys(clip_id)
     assert browser.find_element("id", "clip-count").text == "1 of 16 clips shown"
     assert console_errors(browser) == []
+
+
+EGONORMIA_SECTIONS = ("egonormia-leaderboard", "egonormia-paired", "egonormia-categories", "egonormia-ledger")
+
+
+@pytest.mark.slow
+def test_a_smoke_run_is_labelled_wherever_its_numbers_show(reproduced: Path, browser: Any, tmp_path: Path) -> None:
+    root = Path(shutil.copytree(reproduced, tmp_path / "repo", symlinks=True))
+    write_params(root, {"egonormia": {"fetch": {"limit": 5, "limit_seed": 1}}})
+    run = dvc(root, "repro", "report")
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    console_errors(browser)
+    load(browser, root / PAGE)
+    for anchor in (*EGONORMIA_SECTIONS, "egonormia-clips"):
+        label = browser.find_element("css selector", f"#{anchor} p.smoke")
+        browser.execute_script("arguments[0].scrollIntoView()", label)
+        assert label.is_displayed() and label.text.startswith("Smoke run: EgoNormia on dataset sample"), anchor
+        assert "5 clips (a smoke run: egonormia.fetch.limit 5, seed 1)" in label.text and "not a result" in label.text
+    rows = browser.find_elements("css selector", "#egonormia-leaderboard table.leaderboard tbody tr")
+    assert rows and all("smoke run: limit 5" in row.text for row in rows)
+    assert browser.find_elements("css selector", "[id^=egohumans] p.smoke") == []  # EgoHumans ran whole
+    assert "smoke run: limit 5 clips, seed 1" in browser.find_element("id", "provenance").text
+    assert console_errors(browser) == []
+    compared = subprocess.run(
+        [EGOEVAL, "compare", "metrics/egonormia.json", "--models", "chance", "all-MiniLM-L6-v2"],
+        cwd=root,
+        env=tool_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert compared.returncode == 0, compared.stderr
+    said = "dataset sample, the bundled synthetic sample (not EgoNormia's clips), full split, 5 clips (a smoke run: "
+    assert said + "egonormia.fetch.limit 5, seed 1)" in compared.stdout.splitlines()[0]

@@ -19,7 +19,11 @@ ALPHA = Fragment(
     "alpha",
     "Alpha",
     200,
-    ReportPart([ReportSection("alpha", "α results", '<h2 id="alpha">Alpha «quoted» "text"</h2>\n<p>\\d</p>')], "a{}"),
+    ReportPart(
+        [ReportSection("alpha", "α results", '<h2 id="alpha">Alpha «quoted» "text"</h2>\n<p>\\d</p>')],
+        "a{}",
+        provenance={"Alpha data": "source x\nmanifest sha256 <ab>"},
+    ),
 )
 BETA = Fragment(
     "beta",
@@ -59,6 +63,11 @@ def test_the_page_from_fragments_is_the_page_from_the_parts(tmp_path: Path) -> N
     page = assemble_page([BETA, ALPHA])
     assert page.index("<p>1</p>") < page.index("<p>2 \u2014 é</p>") < page.index('id="alpha"')
     assert "<title>egoeval report: Beta and Alpha</title>" in page and '<a href="#alpha">α results</a>' in page
+    # the provenance comes last, each part's rows escaped; no time, no commit unless stamped
+    assert page.index('id="alpha"') < page.index('<section id="provenance">')
+    assert "<td>Alpha data</td><td>source x\nmanifest sha256 &lt;ab&gt;</td>" in page and "<td>made</td>" not in page
+    stamped = assemble_page([BETA, ALPHA], stamp="2026-12-05 10:00:00 UTC, commit abc")
+    assert "<tr><td>made</td><td>2026-12-05 10:00:00 UTC, commit abc</td></tr>" in stamped
 
     done = page_stage(tmp_path)
     assert done.returncode == 0, done.stderr
@@ -83,6 +92,8 @@ def _corrupt(root: Path, change: object) -> None:
         (lambda d: d.update(benchmark="beta"), "alpha.json: fragment.benchmark: 'beta', not the file's name 'alpha'"),
         (lambda d: d["sections"].append([]), "alpha.json: fragment.sections[1]: not a JSON object"),
         (lambda d: d["sections"][0].update(html=None), "alpha.json: fragment.sections[0].html: not a string"),
+        (lambda d: d.update(provenance=[]), "alpha.json: fragment.provenance: not an object"),
+        (lambda d: d.update(provenance={"data": 1}), "alpha.json: fragment.provenance.data: not a string"),
     ],
 )
 def test_a_bad_fragment_is_named_and_the_last_page_kept(tmp_path: Path, change: object, said: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -139,6 +140,12 @@ def test_dvc_repro_with_limits_is_a_smoke_run(reproduced: Path, tmp_path: Path) 
     assert sequences["limit"] == 1 and len(sequences["sequences"]) == 1
     scored = pd.read_csv(root / "plots/egohumans/sequences.csv")
     assert set(scored["sequence"]) - {"COMBINED"} == {sequences["sequences"][0]["name"]}
+    # the page labels the smoke run under the heading of every section of both benchmarks
+    page = (root / "reports/index.html").read_text(encoding="utf-8")
+    sections = re.findall(r'<section id="(egonormia-\w+|egohumans-\w+)"><h2>[^<]*</h2>(<p class="smoke">)?', page)
+    assert len(sections) == 9 and [anchor for anchor, label in sections if not label] == []
+    assert "Smoke run</b>: EgoHumans on the first 1 sequence(s) by name (egohumans.fetch.limit)" in page
+    assert "Smoke run</b>: EgoNormia on dataset sample, the bundled synthetic sample" in page
 
 
 def official_download_settings(root: Path, limit: int | None) -> EgoHumansFetch:

@@ -368,3 +368,19 @@ def test_cli_rejects_frames_beyond_seqinfo_and_empty_folders(tmp_path: Path) -> 
     done = score_tracks(tmp_path / "pred", tmp_path / "pred")
     assert done.returncode == 2
     assert "no ground truth found" in done.stderr
+
+
+def test_linear_sum_assignment_is_scipys_without_importing_scipy_optimize() -> None:
+    """egoeval.tracking.matching loads SciPy's solver (scipy.optimize._lsap) alone: the same function that a later
+    ``import scipy.optimize`` exports, without that package's quarter of a second of imports."""
+    probe = (
+        "import sys\n"
+        "from egoeval.tracking.matching import linear_sum_assignment\n"
+        "assert 'scipy.optimize' not in sys.modules, 'scipy.optimize imported'\n"
+        "import scipy.optimize\n"
+        "assert scipy.optimize.linear_sum_assignment is linear_sum_assignment\n"
+        "print(linear_sum_assignment([[4.0, 1.0], [2.0, 0.0]])[1].tolist())\n"
+    )
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[1, 0]"

@@ -326,6 +326,7 @@ def run_batches(client: Any, units: Sequence[Unit], records: Path, label: str = 
                 unit(discover(found))
         if not found.pending:
             return unanswered
+        backend.api_key()  # a missing key variable stops the run before a request file is written or sent
         number += 1
         state.reload()  # what every process (another shard) recorded so far
 
@@ -348,7 +349,7 @@ def run_batches(client: Any, units: Sequence[Unit], records: Path, label: str = 
             file=sys.stderr,
         )
         answers = _wait(backend, batches, deadline, label, state)
-        key = os.environ.get(backend.api_key_env) if backend.api_key_env else None
+        key = backend.api_key()
         for batch, answer in zip(batches, answers, strict=True):
             missing = _merge(backend, cache, batch, answer, found.pending, label, key)
             unanswered |= missing
@@ -378,8 +379,7 @@ def request_file_text(backend: OpenAIBatchBackend, requests: dict[str, ChatReque
         )  # as httpx encodes a JSON body: the body's bytes in the file are the bytes an online call sends
         for key, request in requests.items()
     ]
-    key = os.environ.get(backend.api_key_env) if backend.api_key_env else None
-    return redact("\n".join(lines) + "\n", key)
+    return redact("\n".join(lines) + "\n", backend.api_key())
 
 
 def _submit(

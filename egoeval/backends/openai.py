@@ -1,7 +1,8 @@
 """Any OpenAI-compatible chat completions endpoint: vLLM, SGLang, Ollama, OpenAI, Gemini's compatibility API.
 
 The API key is read from the environment variable *named* by ``api_key_env`` at call time; it is never kept on
-the object. Everything the endpoint sends back crosses one boundary (``EndpointAnswer.read``): the body is read up to
+the object; an unset or empty variable stops the stage before its first request (EndpointError naming it).
+Everything the endpoint sends back crosses one boundary (``EndpointAnswer.read``): the body is read up to
 ``reply_byte_limit(max_tokens)`` bytes, within ``timeout_s`` from connect to its last byte, and the key is
 redacted (``redact``: every encoding of it) from every string in it before anything cuts, stores, logs or shows it.
 
@@ -314,8 +315,23 @@ class OpenAIBackend(Backend):
     def _fix(self, status: int | None) -> str:
         return FIX.get(status or 0, DEFAULT_FIX).replace("${env}", f"${self.api_key_env}")
 
+    def api_key(self) -> str | None:
+        """The key, read now from the variable ``api_key_env`` names (None when the backend was built without one);
+        an unset or empty variable is an EndpointError naming it, raised before anything is sent: every call would
+        go out without a key."""
+        if not self.api_key_env:
+            return None
+        key = os.environ.get(self.api_key_env, "")
+        if not key:
+            raise EndpointError(
+                f"{self._who}: the environment variable {self.api_key_env} (named by the model's api_key_env) is "
+                f"{'empty' if self.api_key_env in os.environ else 'not set'}: export the endpoint's key in it (an "
+                f"endpoint that takes no key accepts any value, e.g. {self.api_key_env}=EMPTY); nothing was sent"
+            )
+        return key
+
     def _headers(self) -> tuple[dict[str, str], str | None]:
-        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        key = self.api_key()
         headers = {"Content-Type": "application/json"}
         if key:
             if not key.isprintable() or not key.isascii() or key != key.strip():

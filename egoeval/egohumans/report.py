@@ -27,7 +27,7 @@ from egoeval.errors import InputError
 from egoeval.io.bounded import read_parquet
 from egoeval.io.manifest import read_pinned
 from egoeval.io.paths import data_roots
-from egoeval.markup import data_uri, esc, fmt, paired_table, table
+from egoeval.markup import data_uri, esc, file_digests, fmt, paired_table, params_digest, smoke_labelled, table
 from egoeval.reported import read_metrics
 from egoeval.significance import read_paired
 from egoeval.tracking.mot import read_mot, read_mot_folder
@@ -269,4 +269,28 @@ def report(root: Path, settings: EgoHumansSettings) -> ReportPart:
         ReportSection("egohumans-crossview", "across views", across),
         ReportSection("egohumans-frames", "disagreements", frames),
     ]
-    return ReportPart(sections, STYLE)
+    limits = sorted({str(entry["limit"].get("sequences")) for entry in _entries(metrics, runs) if entry.get("limit")})
+    if limits:  # a smoke run: every section that shows its numbers says so
+        said = f"EgoHumans on the first {', '.join(limits)} sequence(s) by name (egohumans.fetch.limit)"
+        sections = [ReportSection(s.anchor, s.label, smoke_labelled(s.html, said)) for s in sections]
+    return ReportPart(sections, STYLE, provenance=provenance(root, settings))
+
+
+def _entries(metrics: dict[str, Any], runs: list[tuple[str, str, str]]) -> list[dict[str, Any]]:
+    return [metrics[run] for run, _, _ in runs if isinstance(metrics.get(run), dict)]
+
+
+def provenance(root: Path, settings: EgoHumansSettings) -> dict[str, str]:
+    """What EgoHumans' sections were made from, deterministically: the data root and annotation with the manifest's
+    digest (it pins every file read under the root), a smoke run's limit, the digest of the egohumans params and of
+    the metrics and paired table the sections show."""
+    fetch = settings.fetch
+    modality = fetch.modality if isinstance(fetch.modality, str) else ", ".join(fetch.modality)
+    data = f"source {fetch.source} ({fetch.path}), annotation {fetch.annotation}, modality {modality}"
+    if fetch.limit is not None:
+        data += f", smoke run: the first {fetch.limit} sequence(s)"
+    return {
+        "EgoHumans data": data + "\n" + file_digests(root, [fetch.manifest]),
+        "EgoHumans params": f"the egohumans params section as validated: sha256 {params_digest(settings)}",
+        "EgoHumans results": file_digests(root, [METRICS_FILE, PAIRED_FILE]),
+    }

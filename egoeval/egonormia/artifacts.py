@@ -5,6 +5,8 @@ Stages import these names instead of each other; a reader raises InputError nami
 
 from __future__ import annotations
 
+import hashlib
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -33,6 +35,8 @@ METRICS_FILE = Path("metrics/egonormia.json")
 HEADLINE_DIR = Path("metrics/egonormia")  # one headline row per setting and model (egoeval.headline)
 CATEGORIES_FILE = Path("plots/egonormia/categories.csv")
 PAIRED_FILE = Path("plots/egonormia/paired.csv")  # paired comparisons (egoeval.egonormia.paired)
+CLIP_LOGS = Path("reports/clips")  # every clip's log, one HTML page each and index.html (egoeval.egonormia.clip_log)
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 USAGE_COLUMNS = ("prompt_tokens", "completion_tokens")
 """The endpoint's ``usage`` for the call behind each answer (``egoeval.backends.client.CallUsage``; null: none
@@ -66,6 +70,14 @@ PREDICTION_SCHEMA = pa.schema(
     ]
 )
 PREDICTION_COLUMNS = tuple(PREDICTION_SCHEMA.names)
+
+
+def clip_log_name(clip_id: str) -> str:
+    """The file name of a clip's log in CLIP_LOGS (the report links it): the id itself when it is a plain file name,
+    else ``clip-`` and its sha256 (an id from the dataset never names a path)."""
+    if _PLAIN_NAME.fullmatch(clip_id) and not clip_id.startswith("clip-") and clip_id != "index":
+        return f"{clip_id}.html"
+    return f"clip-{hashlib.sha256(clip_id.encode('utf-8')).hexdigest()[:32]}.html"
 
 
 def require_columns(frame: pd.DataFrame, columns: tuple[str, ...], path: Path) -> None:

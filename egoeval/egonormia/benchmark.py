@@ -28,6 +28,11 @@ class EgoNormia(Benchmark["EgoNormiaSettings"]):
             "main",
             "the calls, tokens and cost the next EgoNormia inference would take",
         ),
+        "show": (
+            "egoeval.egonormia.clip_log",
+            "main",
+            "one EgoNormia clip's log: the messages sent, raw replies, parsed answers, gold",
+        ),
     }
 
     def settings_model(self) -> type[EgoNormiaSettings]:

@@ -21,8 +21,8 @@ when more than ``max_failure_rate`` of the answers failed (exit 75), or at once 
 the cached successes make the rerun cheap. A model of backend ``openai_batch`` is asked through the OpenAI Batch
 API, one batch per round of calls; each batch's request file is kept in data/egonormia/batches/ (an audit record of
 what was asked and paid for; empty for other backends), and a rerun after a crash resumes the batches already
-submitted (``egoeval.backends.batch``). Each run writes its ledger per model (calls sent, cache hits, retries, the
-endpoint's ``usage`` tokens, latency p50 / p95, cost at ``egonormia.model.price``) to
+submitted (``egoeval.backends.batch``). Each run prints its ledger per model (calls sent, cache hits, retries, the
+endpoint's ``usage`` tokens, latency p50 / p95, cost at ``egonormia.model.price``) and writes it to
 ``<cache_dir>/ledger-egonormia_infer.json``, beside the cache and outside DVC's outputs: its numbers depend on the
 cache and the endpoint's timing, so the outputs stay reproducible.
 """
@@ -70,12 +70,14 @@ number in it depends on what the cache held and on the endpoint's timing, so it 
 
 
 class Runner:
-    """Sends one model's conversations under a protocol; turns each answer (or failure) into output rows."""
+    """Sends one model's conversations under a protocol; turns each answer (or failure) into output rows.
+
+    Without a ``client`` every ``run`` takes its ``ask`` (``egoeval show`` replays the recorded replies so)."""
 
     def __init__(
         self,
         model: ModelSpec,
-        client: ModelClient,
+        client: ModelClient | None,
         frames: FrameStore,
         descriptions: dict[str, tuple[str, str]],
         seed: int,
@@ -128,7 +130,11 @@ class Runner:
             subtasks = self.protocol.conversations[conversation.kind]
             answers = [Answer(s, self.protocol.permutation(self.seed, clip.id, s), failed) for s in subtasks]
         else:
-            answers = self.protocol.converse(conversation, scene, self.model, self.seed, ask or self.client.complete)
+            if ask is None:
+                if self.client is None:
+                    raise ValueError("a runner without a client needs an ask")
+                ask = self.client.complete
+            answers = self.protocol.converse(conversation, scene, self.model, self.seed, ask)
         return [self._row(conversation, answer) for answer in answers]
 
 
@@ -196,11 +202,8 @@ def run_inference(
             client = runner.client
             price = runner.model.price
             costs[runner.model.name] = client.ledger(None if price is None else (price.input, price.output))
-            print(
-                f"infer: {runner.model.name}: {client.calls} calls, {client.hits} cache hits, "
-                f"limit {client.limiter.limit}/{client.limiter.max_limit}",
-                file=sys.stderr,
-            )
+            limit = f"limit {client.limiter.limit}/{client.limiter.max_limit}"
+            print(f"infer: {runner.model.name}: {ledger_line(costs[runner.model.name])}, {limit}", file=sys.stderr)
             if client.served_note():
                 print(f"infer: warning: {client.served_note()}", file=sys.stderr)
             if client.without_usage and (price is not None or client.prompt_tokens or client.completion_tokens):
@@ -217,6 +220,21 @@ def run_inference(
     table = pd.DataFrame(rows, columns=list(RESPONSE_COLUMNS))
     table = table.astype(dict.fromkeys(USAGE_COLUMNS, "Int64"))
     return table.sort_values(["id", "setting", "model", "subtask"], ignore_index=True)
+
+
+def ledger_line(ledger: dict[str, Any]) -> str:
+    """A run's ledger of one model (``ModelClient.ledger``) as the stage prints it: calls sent, cache hits, retries,
+    the endpoint's usage tokens, latency p50 / p95 and the cost of this run (the calls that reported no usage are
+    said on a line of their own where they make the figures lower bounds)."""
+    said = [f"{ledger['calls']} calls, {ledger['cache_hits']} cache hits, {ledger['retries']} retries"]
+    said.append(f"{ledger['prompt_tokens']:,} prompt + {ledger['completion_tokens']:,} completion tokens")
+    if ledger["latency_p50_s"] is not None:
+        said.append(f"latency p50 {ledger['latency_p50_s']:g} s, p95 {ledger['latency_p95_s']:g} s")
+    if ledger["cost_usd"] is None:
+        said.append("cost: no price set")
+    else:
+        said.append(f"cost {'>= ' if ledger['cost_is_lower_bound'] else ''}${ledger['cost_usd']:.4f}")
+    return ", ".join(said)
 
 
 def check_failures(responses: pd.DataFrame, max_failure_rate: float) -> None:

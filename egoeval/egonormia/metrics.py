@@ -5,14 +5,15 @@ sensible_iou (percent), n, items (the clips of the run, before any exclusion), c
 call_failure_rate (shares 0-1), ci95: {metric: [low, high]}, ledger: {the calls behind the answers, their usage
 tokens and cost (egoeval.egonormia.ledger; from data/egonormia/responses.parquet, prices of egonormia.model and
 baselines)},
-verified: {the same for the verified split; metrics null when it has no items}[, limit: {clips, seed}]}}}``;
+verified: {the same for the verified split; metrics null when it has no items}[, limit: {clips, seed}]
+[, served_models: {the model the endpoint named as serving the replies: calls}]}}}``;
 metrics/egonormia/<setting>/<model>.json: its headline row for ``dvc metrics show`` (egoeval.headline).
 ``dataset`` and ``split`` say which items (``sample`` for the bundled synthetic sample); ``limit`` only in a smoke run
-(egonormia.fetch.limit); ``protocol`` is the one the answers were asked under, and it says which items count
-(``egoeval.egonormia.protocols``): under ``official`` n is
-the official scorer's, an item whose action or justification call failed is left out, and one whose sensible answer
-and gold are both empty is not counted in n though its action and justification stay in the sums; ``excluded``
-counts both. Under ``egoeval`` every item stays in n.
+(egonormia.fetch.limit); ``served_models`` only where the endpoint named another model than the one requested
+(``egoeval.egonormia.ledger.served_models``); ``protocol`` is the one the answers were asked under, and it says which
+items count (``egoeval.egonormia.protocols``): under ``official`` n is the official scorer's, an item whose action or
+justification call failed is left out, and one whose sensible answer and gold are both empty is not counted in n
+though its action and justification stay in the sums; ``excluded`` counts both. Under ``egoeval`` every item stays in n.
 plots/egonormia/categories.csv: action accuracy (percent) per setting, model and norm category of the correct
 option. plots/egonormia/paired.csv: every pair of models per setting and each model's video-minus-blind and
 pipeline-minus-blind gains (egoeval.egonormia.paired). The math lives in egoeval.egonormia.scoring; every
@@ -41,7 +42,7 @@ from egoeval.egonormia.artifacts import (
     read_table,
     require_columns,
 )
-from egoeval.egonormia.ledger import LEDGER_COLUMNS, answer_ledgers
+from egoeval.egonormia.ledger import LEDGER_COLUMNS, answer_ledgers, served_models
 from egoeval.egonormia.paired import Run, paired_table
 from egoeval.egonormia.protocols import recorded
 from egoeval.egonormia.scoring import Outcomes, category_accuracy, headline_rows, outcomes, summarize
@@ -140,10 +141,15 @@ def write_metrics(params: EgoNormiaSettings) -> None:
             items, predictions, params.score, split=params.fetch.split, dataset=params.fetch.rows_dataset
         )
         prices = {model.name: model.price for model in (params.model, *params.baselines)}
-        ledgers = answer_ledgers(read_parquet(RESPONSES, LEDGER_COLUMNS), prices)
+        responses = read_parquet(RESPONSES, LEDGER_COLUMNS)
+        ledgers = answer_ledgers(responses, prices)
         for setting, models in metrics.items():
             for model, entry in models.items():
                 entry["ledger"] = ledgers.get((setting, model))
+                answers = responses[(responses["setting"] == setting) & (responses["model"] == model)]
+                served = served_models(answers, model)
+                if served is not None:  # the endpoint named another model: said beside the numbers it produced
+                    entry["served_models"] = served
         if params.fetch.limit is not None:  # a smoke run says so beside every figure it produced
             for entry in (entry for models in metrics.values() for entry in models.values()):
                 entry["limit"] = {"clips": params.fetch.limit, "seed": params.fetch.limit_seed}

@@ -106,7 +106,8 @@ def _compare(
 
 def compare_models(path: Path, metrics: dict[str, Any], settings: EgoNormiaSettings, model_a: str, model_b: str) -> str:
     """``egoeval compare metrics/egonormia.json --models A B``: every row of ``path`` (paired.csv) comparing A with B
-    (A minus B), and each one's gains from seeing the clip, as an aligned table under a line naming what it is."""
+    (A minus B), and each one's gains from seeing the clip, as an aligned table under a line naming what it is
+    (``recorded_data``: the data the metrics were really scored on)."""
     table = read_paired(path)
     known = sorted(set(table["model_a"]) | set(table["model_b"]), key=_name_order)
     for model in (model_a, model_b):
@@ -116,10 +117,9 @@ def compare_models(path: Path, metrics: dict[str, Any], settings: EgoNormiaSetti
     pairs = oriented(table[~is_gain], model_a, model_b)
     own_gains = table[is_gain]
     protocols = recorded_protocols(metrics)
-    fetch = settings.fetch
     level = f"{settings.score.confidence:.0%}"
     lines = [
-        f"Paired comparisons ({path}): protocol {', '.join(protocols) or 'unknown'}, dataset {fetch.dataset}, "
+        f"Paired comparisons ({path}): protocol {', '.join(protocols) or 'unknown'}, {recorded_data(metrics)}; "
         f"n = clips both sides count; intervals: {level} paired bootstrap; p Holm over each setting, split and metric.",
         "",
     ]
@@ -146,3 +146,43 @@ def recorded_protocols(metrics: Any) -> list[str]:
         return []
     runs = (entry for models in metrics.values() if isinstance(models, dict) for entry in models.values())
     return sorted({str(entry["protocol"]) for entry in runs if isinstance(entry, dict) and entry.get("protocol")})
+
+
+DATASET_NAMES = {
+    "sample": "the bundled synthetic sample (not EgoNormia's clips)",
+    "ood_robot": "EgoNormia's ood_robot set",
+}
+
+
+def _entries(metrics: Any) -> list[dict[str, Any]]:
+    if not isinstance(metrics, dict):
+        return []
+    return [
+        e for models in metrics.values() if isinstance(models, dict) for e in models.values() if isinstance(e, dict)
+    ]
+
+
+def smoke_limit(metrics: Any) -> dict[str, Any] | None:
+    """A smoke run's ``limit`` (``{clips, seed}``, egonormia.fetch.limit) as metrics/egonormia.json records it beside
+    its figures; None for a run over the whole split."""
+    return next((entry["limit"] for entry in _entries(metrics) if isinstance(entry.get("limit"), dict)), None)
+
+
+def recorded_data(metrics: Any) -> str:
+    """The data metrics/egonormia.json's rows were scored on, in words: dataset (the bundled sample said to be the
+    synthetic sample), split, clips and, in a smoke run, its limit; from the rows themselves, not from params."""
+    described = []
+    for dataset, split, clips in sorted(
+        {
+            (str(e.get("dataset", "unrecorded")), str(e.get("split", "unrecorded")), e.get("items"))
+            for e in _entries(metrics)
+        },
+        key=str,
+    ):
+        named = f"dataset {dataset}" + (f", {DATASET_NAMES[dataset]}" if dataset in DATASET_NAMES else "")
+        described.append(f"{named}, {split} split" + (f", {clips} clips" if clips is not None else ""))
+    said = "; ".join(described) or "dataset unrecorded"
+    limit = smoke_limit(metrics)
+    if limit is not None:
+        said += f" (a smoke run: egonormia.fetch.limit {limit.get('clips')}, seed {limit.get('seed')})"
+    return said

@@ -243,7 +243,8 @@ def _ours(entry: dict[str, Any], split: str, run_split: str) -> tuple[dict[str, 
 
 def check_metrics_shape(metrics: Any, path: Path) -> None:
     """``metrics/egonormia.json`` as an input (the report, ``egoeval compare``): ``{setting: {model: entry}}``, each
-    entry an object whose ``ledger`` (where there is one) is an object of counts and a cost, ``verified`` an object;
+    entry an object whose ``ledger`` (where there is one) is an object of counts and a cost, ``served_models`` an
+    object of counts, ``verified`` and ``limit`` objects;
     else InputError naming the file and key. (The values themselves: ``egoeval.reported.check_metric_values``.)"""
     for setting, models in metrics.items():
         if not isinstance(models, dict):
@@ -252,9 +253,12 @@ def check_metrics_shape(metrics: Any, path: Path) -> None:
             key = f"{setting}/{model}"
             if not isinstance(entry, dict):
                 raise InputError(path, f"key {key}: expected a model's entry (an object)")
-            for part in ("ledger", "verified", "ci95"):
+            for part in ("ledger", "verified", "ci95", "served_models", "limit"):
                 if entry.get(part) is not None and not isinstance(entry[part], dict):
                     raise InputError(path, f"key {key}/{part}: expected an object")
+            for name, count in (entry.get("served_models") or {}).items():
+                if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+                    raise InputError(path, f"key {key}/served_models/{name}: {count!r} is not a count of calls")
             for name, value in (entry.get("ledger") or {}).items():
                 if isinstance(value, bool) != (name == "cost_is_lower_bound") and value is not None:
                     raise InputError(path, f"key {key}/ledger/{name}: {value!r} is not a count or cost")

@@ -6,7 +6,8 @@
 - action accuracy per norm category (plots/egonormia/categories.csv);
 - what the answers cost per setting and model (each metrics entry's ledger: calls, usage tokens, cost);
 - a browsable set of clips (``egonormia.report.clips``, those most models get wrong first) with the frames image,
-  the options, the gold answers and each model's replies and parsed choices.
+  the options, the gold answers and each model's replies and parsed choices, each linked to its full log (the
+  messages sent: reports/clips/, the egonormia_clip_logs stage), and a link to every clip's log.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from egoeval.benchmarks import ReportPart, ReportSection
 from egoeval.charts import grouped_bars, interval_chart
 from egoeval.egonormia.artifacts import (
     CATEGORIES_FILE,
+    CLIP_LOGS,
     FRAMES,
     ITEMS,
     METRICS_FILE,
@@ -30,11 +32,12 @@ from egoeval.egonormia.artifacts import (
     RESPONSES,
     SETTINGS,
     FrameStore,
+    clip_log_name,
     read_items,
     read_table,
     require_columns,
 )
-from egoeval.egonormia.paired import recorded_protocols
+from egoeval.egonormia.paired import recorded_data, recorded_protocols, smoke_limit
 from egoeval.egonormia.published import (
     PUBLISHED_PROTOCOL,
     RANKED_BY,
@@ -48,7 +51,17 @@ from egoeval.egonormia.published import (
 )
 from egoeval.errors import ArtifactUnavailable, InputError
 from egoeval.io.bounded import read_csv, read_parquet
-from egoeval.markup import data_uri, esc, fmt, paired_table, table
+from egoeval.markup import (
+    SMOKE,
+    data_uri,
+    esc,
+    file_digests,
+    fmt,
+    paired_table,
+    params_digest,
+    smoke_labelled,
+    table,
+)
 from egoeval.reported import read_metrics
 from egoeval.significance import read_paired
 
@@ -94,6 +107,21 @@ def _metric_cell(entry: dict[str, Any], metric: str) -> str:
     if interval:
         shown += f' <span class="ci">[{fmt(interval[0])}, {fmt(interval[1])}]</span>'
     return shown
+
+
+def _model_cell(model: str, entry: dict[str, Any]) -> str:
+    """Our model's name with what its numbers need said beside them: the models the endpoint named as serving its
+    replies (``served_models``) and a smoke run's limit."""
+    cell = esc(model)
+    served = entry.get("served_models") or {}
+    if served:
+        calls = (entry.get("ledger") or {}).get("calls") or sum(served.values())
+        named = ", ".join(f"{name} ({count} of {calls} calls)" for name, count in served.items())
+        cell += f' <span class="tag wrong served">served as {esc(named)}</span>'
+    limit = entry.get("limit")
+    if isinstance(limit, dict):
+        cell += f' <span class="tag {SMOKE}">smoke run: limit {esc(limit.get("clips"))}</span>'
+    return cell
 
 
 def _row_cells(entry: dict[str, Any]) -> list[str]:
@@ -143,7 +171,12 @@ def leaderboard(
             entry = entries[key]
             if kind == "ours":
                 rows.append(
-                    [str(rank), esc(model), *_row_cells(entry), *(_metric_cell(entry, m) for m in METRICS)]
+                    [
+                        str(rank),
+                        _model_cell(model, entry),
+                        *_row_cells(entry),
+                        *(_metric_cell(entry, m) for m in METRICS),
+                    ]
                     + [
                         fmt(100 * entry.get(k, 0)) + "%"
                         for k in ("coverage", "parse_failure_rate", "call_failure_rate")
@@ -191,6 +224,12 @@ def leaderboard(
             f"{esc(', '.join(elsewhere) or 'none')})."
         )
     note = f'<p class="note">{note} (<code>egoeval/egonormia/data/published.json</code>)</p>'
+    served = ""
+    if any(entry.get("served_models") for rows in rows_by_setting.values() for entry in rows.values()):
+        served = (
+            " <i>served as</i>: the endpoint named another model than the one asked as serving that row's replies "
+            "(<code>served_models</code> in the metrics)."
+        )
     rows_frame = pd.DataFrame(chart_rows, columns=["setting", "model", "metric", "value", "low", "high"])
     published_frame = pd.DataFrame(chart_published, columns=["setting", "model", "metric", "value"])
     chart = interval_chart(rows_frame, order, METRICS, published_frame, "egonormia-leaderboard")
@@ -198,8 +237,7 @@ def leaderboard(
         '<section id="egonormia-leaderboard"><h2>EgoNormia leaderboard</h2>'
         "<p>Accuracy (%) per setting, ranked by <i>both</i> (action and justification right; equal figures share a "
         "rank); 95% bootstrap intervals in brackets. Unusable answers count as wrong. Every row says its protocol, "
-        "dataset, split and n.</p>"
-        f"{''.join(parts)}{note}<figure>{chart}</figure></section>"
+        f"dataset, split and n.{served}</p>{''.join(parts)}{note}<figure>{chart}</figure></section>"
     )
 
 
@@ -301,7 +339,10 @@ def clip_card(
         f'<article class="clip" id="clip-{index}" data-wrong="{wrong}" data-search="{esc(clip.lower())} '
         f'{esc(category.lower())}"><h3>{esc(clip)} <span class="tag">{esc(category)}</span>'
         f"{' <span class=tag>verified</span>' if bool(getattr(item, 'verified', False)) else ''}"
-        f' <span class="tag wrong">{wrong} of {len(mine)} wrong</span></h3>{image}'
+        f' <span class="tag wrong">{wrong} of {len(mine)} wrong</span></h3>'
+        f'<p><a class="log" href="{esc(log_link(clip))}">the full log: messages sent, raw replies, '
+        "parsed answers</a></p>"
+        f"{image}"
         + (
             f"<details><summary>scene description (pipeline setting)</summary><p>{esc(description)}</p></details>"
             if description
@@ -312,6 +353,11 @@ def clip_card(
         + "</article>"
     )
     return card, wrong
+
+
+def log_link(clip: str) -> str:
+    """The link from the page (reports/index.html) to a clip's log (the egonormia_clip_logs stage's page)."""
+    return f"{CLIP_LOGS.name}/{clip_log_name(clip)}"
 
 
 def clips_section(root: Path, count: int) -> str:
@@ -326,7 +372,9 @@ def clips_section(root: Path, count: int) -> str:
         '<section id="egonormia-clips"><h2>EgoNormia clips</h2>'
         f"<p>{len(chosen)} of {len(items)} clips, those the most models get wrong first. Options are lettered in the "
         f"dataset's order (A–E); {option_order_note(responses)} "
-        '<span class="ok">green</span>: right, <span class="bad">red</span>: wrong.</p>'
+        '<span class="ok">green</span>: right, <span class="bad">red</span>: wrong. '
+        f"Every clip's log (the messages sent, raw replies, parsed answers, gold): <a href=\"{esc(CLIP_LOGS.name)}/"
+        'index.html">all clips</a>, or <code>egoeval show CLIP</code>.</p>'
         '<div class="controls"><input id="clip-filter" type="search" placeholder="filter by id or category">'
         '<label><input id="clip-wrong" type="checkbox"> only clips some model gets wrong</label> '
         '<span id="clip-count"></span></div>'
@@ -384,11 +432,12 @@ def read_responses(path: Path) -> pd.DataFrame:
     return read_parquet(path, ("id", "setting", "model", "protocol", "subtask", "permutation", "response", "error"))
 
 
-def paired_section(paired: pd.DataFrame, protocols: list[str], dataset: str, confidence: float) -> str:
-    """``plots/egonormia/paired.csv`` as a table: what was compared, on which clips, by which test."""
+def paired_section(paired: pd.DataFrame, protocols: list[str], data: str, confidence: float) -> str:
+    """``plots/egonormia/paired.csv`` as a table: what was compared, on which clips (``data``: the metrics' own
+    account, ``paired.recorded_data``), by which test."""
     intro = (
         f"<p>Models compared clip by clip on the same clips (protocol {esc(', '.join(protocols) or 'unknown')}, "
-        f"dataset {esc(dataset)}; <i>split</i> and <i>n</i> on every row, n = the clips both sides count). "
+        f"{esc(data)}; <i>split</i> and <i>n</i> on every row, n = the clips both sides count). "
         "<i>diff</i> = a − b in points with its "
         f"{confidence:.0%} paired bootstrap interval (the same resampled clips for both); action, justification and "
         "both by the exact McNemar test on the clips only one side got right (<i>a only</i>, <i>b only</i>), "
@@ -408,7 +457,7 @@ def report(root: Path, settings: EgoNormiaSettings) -> ReportPart:
         raise InputError(root / CATEGORIES_FILE, "file not found (run the stages before this one)")
     metrics = read_metrics(root / METRICS_FILE, check_metrics_shape)
     protocols = recorded_protocols(metrics)
-    shown = (params.fetch.dataset, params.score.confidence)
+    shown = (recorded_data(metrics), params.score.confidence)
     sections = [
         ReportSection(
             "egonormia-leaderboard",
@@ -426,4 +475,27 @@ def report(root: Path, settings: EgoNormiaSettings) -> ReportPart:
         ReportSection("egonormia-ledger", "cost", ledger_section(metrics)),
         ReportSection("egonormia-clips", "clips", clips_section(root, params.report.clips)),
     ]
-    return ReportPart(sections, STYLE, SCRIPT)
+    if smoke_limit(metrics) is not None:  # every section that shows its numbers says so
+        said = f"EgoNormia on {recorded_data(metrics)}"
+        sections = [ReportSection(s.anchor, s.label, smoke_labelled(s.html, said)) for s in sections]
+    return ReportPart(sections, STYLE, SCRIPT, provenance(root, settings))
+
+
+PROVENANCE_FILES = (METRICS_FILE, CATEGORIES_FILE, PAIRED_FILE, PREDICTIONS, RESPONSES)  # what the sections show
+
+
+def provenance(root: Path, settings: EgoNormiaSettings) -> dict[str, str]:
+    """What EgoNormia's sections were made from, deterministically: the pinned data (source, dataset, split, the
+    Hugging Face revision or the manifest's digest, a smoke run's limit), the digest of the egonormia params and of
+    every file the sections show."""
+    fetch = settings.fetch
+    data = f"source {fetch.source} ({fetch.path}), dataset {fetch.rows_dataset}, split {fetch.split}"
+    if fetch.source == "huggingface":
+        data += f", {fetch.hf_repo} at revision {fetch.hf_revision}"
+    if fetch.limit is not None:
+        data += f", smoke run: limit {fetch.limit} clips, seed {fetch.limit_seed}"
+    return {
+        "EgoNormia data": data + "\n" + file_digests(root, [fetch.manifest]),
+        "EgoNormia params": f"the egonormia params section as validated: sha256 {params_digest(settings)}",
+        "EgoNormia results": file_digests(root, PROVENANCE_FILES),
+    }

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from egoeval.tracking.base import EPS, Metric, Result, SequenceData, combine_sum
+from egoeval.tracking.matching import linear_sum_assignment
 
 INTEGER_FIELDS = ["CLR_TP", "CLR_FN", "CLR_FP", "IDSW", "MT", "PT", "ML", "Frag", "CLR_Frames"]
 FLOAT_FIELDS = ["MOTA", "MOTP", "MODA", "CLR_Re", "CLR_Pr", "MTR", "PTR", "MLR", "sMOTA"]

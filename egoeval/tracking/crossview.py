@@ -32,14 +32,13 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import linear_sum_assignment
 
 from egoeval.tracking.base import EPS, SequenceData
 from egoeval.tracking.clear import CLEAR
 from egoeval.tracking.hota import ALPHAS, HOTA
 from egoeval.tracking.identity import Identity
 from egoeval.tracking.identity import final_fields as identity_fields
-from egoeval.tracking.matching import forced_matches
+from egoeval.tracking.matching import forced_matches, linear_sum_assignment
 from egoeval.tracking.mot import WORLD_COLUMNS
 from egoeval.tracking.similarity import sequence_data
 

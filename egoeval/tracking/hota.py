@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from egoeval.tracking.base import EPS, Metric, Result, SequenceData, combine_sum
-from egoeval.tracking.matching import forced_matches
+from egoeval.tracking.matching import forced_matches, linear_sum_assignment
 from egoeval.tracking.npsum import row_col_sums
 
 ALPHAS = np.arange(0.05, 0.99, 0.05)  # TrackEval's expression, so the values are bit-identical

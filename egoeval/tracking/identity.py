@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from egoeval.tracking.base import Metric, Result, SequenceData, combine_sum
+from egoeval.tracking.matching import linear_sum_assignment
 
 INTEGER_FIELDS = ["IDTP", "IDFN", "IDFP"]
 FLOAT_FIELDS = ["IDF1", "IDR", "IDP"]

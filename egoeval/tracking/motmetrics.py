@@ -26,13 +26,14 @@ is not part of ``eval_mot``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence, Set
 from dataclasses import dataclass, fields
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import linear_sum_assignment
 
 from egoeval.tracking.lapjv import LARGE, lapjv
+from egoeval.tracking.matching import linear_sum_assignment
 
 OVERLAP_EPS = np.float32(1e-6)  # mmdet bbox_overlaps' eps
 
@@ -56,12 +57,13 @@ class Counts:
     frames: int = 0  # accumulated frames
 
 
-def boxes_xyxy(df: pd.DataFrame) -> np.ndarray:
-    """``x1, y1, x2, y2`` as float32, with ``x2 = x + w`` computed in float64 first (as mmdet's COCO reader)."""
-    x, y = df["x"].to_numpy(np.float64), df["y"].to_numpy(np.float64)
-    return np.stack([x, y, x + df["w"].to_numpy(np.float64), y + df["h"].to_numpy(np.float64)], axis=1).astype(
-        np.float32
-    )
+def by_frame(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A read_mot table's rows stably sorted by frame (``order``): frames, ids and boxes ``x1, y1, x2, y2`` in
+    float32, with ``x2 = x + w`` computed in float64 first (as mmdet's COCO reader), and ``order``."""
+    order = np.argsort(df["frame"].to_numpy(np.int64), kind="stable")
+    x, y, w, h = (df[name].to_numpy(np.float64)[order] for name in ("x", "y", "w", "h"))
+    boxes = np.stack([x, y, x + w, y + h], axis=1).astype(np.float32)
+    return df["frame"].to_numpy(np.int64)[order], df["id"].to_numpy(np.int64)[order], boxes, order
 
 
 def overlaps(a: np.ndarray, b: np.ndarray, mode: str = "iou") -> np.ndarray:
@@ -115,67 +117,83 @@ def assign(costs: np.ndarray) -> list[tuple[int, int]]:
 
 def accumulate(gt: pd.DataFrame, pred: pd.DataFrame, iou_threshold: float = 0.5, ignore_iof: float = 0.5) -> Counts:
     """One video's accumulator. ``gt`` holds every ground-truth row (``conf == 0``: ignore boxes); frames ascending,
-    rows within a frame in file order (the order decides ties, as in py-motmetrics)."""
-    gt = gt.iloc[np.argsort(gt["frame"].to_numpy(np.int64), kind="stable")]
-    pred = pred.iloc[np.argsort(pred["frame"].to_numpy(np.int64), kind="stable")]
-    ignored = np.trunc(gt["conf"].to_numpy(np.float64)) == 0
-    obj, ign = gt[~ignored], gt[ignored]
-    o_frames, i_frames, h_frames = (d["frame"].to_numpy(np.int64) for d in (obj, ign, pred))
-    o_ids, h_ids = obj["id"].to_numpy(np.int64), pred["id"].to_numpy(np.int64)
-    o_boxes, i_boxes, h_boxes = boxes_xyxy(obj), boxes_xyxy(ign), boxes_xyxy(pred)
+    rows within a frame in file order (the order decides ties, as in py-motmetrics).
+
+    Every frame's distances, and which tracker boxes cover an ignore box, are computed for all frames at once. In a
+    frame where no box has two pairs within matching distance (and no id repeats), every such pair matches whatever
+    the state: an object's last match is kept first, the rest is forced. Those frames are decided together; the walk
+    from frame to frame (its state: the tracker id each object was last matched to) visits the others only. A match
+    is a switch exactly where the object's previous match was another tracker id, and the distances are added in
+    py-motmetrics' order: frame by frame, the kept last matches by row, then the others by row."""
+    g_frames, g_ids, g_boxes, g_order = by_frame(gt)
+    h_frames, h_ids, h_boxes, _ = by_frame(pred)
+    ignored = np.trunc(gt["conf"].to_numpy(np.float64)[g_order]) == 0
+    o_frames, o_ids, o_boxes = g_frames[~ignored], g_ids[~ignored], g_boxes[~ignored]
+    i_frames, i_boxes = g_frames[ignored], g_boxes[ignored]
     frames = np.unique(np.concatenate([o_frames, h_frames]))
     bounds = np.append(frames, np.iinfo(np.int64).max)
     o_at, h_at = np.searchsorted(o_frames, bounds), np.searchsorted(h_frames, bounds)
     i_at = np.searchsorted(i_frames, np.stack([frames, frames + 1]))  # ignore boxes of exactly that frame
-    gi, hj, p_at = _frame_pairs(o_at, h_at)
+    n_o, n_h = np.diff(o_at), np.diff(h_at)
+    gi, hj, p_at = _frame_pairs(o_at[:-1], n_o, h_at[:-1], n_h)
     dists = (np.float32(1) - pair_overlaps(o_boxes[gi], h_boxes[hj])).astype(np.float64)  # every frame's matrix
     dists[dists > np.float32(1 - iou_threshold)] = np.nan  # eval_mot compares float32 distances with its threshold
+    hi, ii, _ = _frame_pairs(h_at[:-1], n_h, i_at[0], i_at[1] - i_at[0])
+    covers = np.zeros(len(h_ids), dtype=bool)  # tracker rows on an ignore box of their frame (IoF over the ignore rule)
+    covers[hi[pair_overlaps(h_boxes[hi], i_boxes[ii], mode="iof") > np.float32(ignore_iof)]] = True
 
-    counts = Counts()
-    kept = np.ones(len(h_ids), dtype=bool)  # tracker boxes left after the ignore rule
+    # the frames decided at once: every pair within matching distance matches, tracker boxes on an ignore box
+    # without one are removed
+    near = np.flatnonzero(np.isfinite(dists))  # the pairs within matching distance, frame by frame, row-major
+    near_t, near_o, near_h, near_d = np.searchsorted(p_at, near, side="right") - 1, gi[near], hj[near], dists[near]
+    o_t, h_t = np.repeat(np.arange(len(frames)), n_o), np.repeat(np.arange(len(frames)), n_h)  # each row's frame
+    walked = _walked_frames((o_t, o_ids, near_o), (h_t, h_ids, near_h), near_d)
+    ignores = i_at[1] > i_at[0]
+    has_near = np.zeros(len(h_ids), dtype=bool)
+    has_near[near_h] = True
+    kept = ~(covers & ~has_near & ignores[h_t] & ~walked[h_t])  # tracker boxes left after the ignore rule
+    decided = ~walked[near_t]  # matches of the frames decided together
+    d_t, d_o, d_h, d_d = near_t[decided], near_o[decided], near_h[decided], near_d[decided]
+    left = np.bincount(h_t[kept], minlength=len(frames))
+    counted = int((~walked & ((n_o > 0) | (left > 0))).sum())  # accumulated frames among them
+
+    # the others, in order, from each object's last match decided at once (the walk updates kept)
+    queries = np.flatnonzero(walked[o_t])  # the walk's ground-truth rows: their objects' last match decided at once
+    before_t, before_hid = _previous(o_ids[d_o], d_t, h_ids[d_h], o_ids[queries], o_t[queries])
+    walk = _Walk(dists, p_at, near, gi, hj, (o_ids, h_ids), kept)
+    before = dict(zip(queries.tolist(), zip(before_t.tolist(), before_hid.tolist(), strict=True), strict=True))
+    walk.run(np.flatnonzero(walked), (o_at, h_at), ignores, covers, before)
+
+    # every match: switches where the previous match of the object (decided at once or walked) was another id
+    states = [np.array(values, dtype=np.int64) for values in walk.states]  # after each walked frame
+    events = [
+        np.array(values, dtype=dtype)
+        for values, dtype in zip(walk.events, (np.int64, bool, np.int64, np.float64), strict=True)
+    ]
+    prev_t, prev_hid = _previous(
+        np.concatenate([o_ids[d_o], states[0]]),
+        np.concatenate([d_t, states[1]]),
+        np.concatenate([h_ids[d_h], states[2]]),
+        o_ids[d_o],
+        d_t,
+    )
+    kept_last = (prev_t >= 0) & (prev_hid == h_ids[d_h])  # step 1 of py-motmetrics: the object's last match kept
+    switches = int(((prev_t >= 0) & (prev_hid != h_ids[d_h])).sum())
+    events_t, events_step, events_o, events_d = (
+        np.concatenate([d_t, events[0]]),
+        np.concatenate([~kept_last, events[1]]),
+        np.concatenate([d_o, events[2]]),
+        np.concatenate([d_d, events[3]]),
+    )
+    order = np.lexsort((events_o, events_step, events_t))
+    counts = Counts(
+        matches=len(events_t) - switches - walk.switches,
+        switches=switches + walk.switches,
+        distance_sum=float(np.cumsum(events_d[order])[-1]) if len(order) else 0.0,
+        frames=counted + walk.frames,
+    )
     matched = np.zeros(len(o_ids), dtype=bool)  # ground-truth rows matched (MATCH or SWITCH)
-    last_hid: dict[int, int] = {}  # py-motmetrics' m: object -> the tracker id it was last matched to
-    o_list, h_list = o_ids.tolist(), h_ids.tolist()
-    for t in range(len(frames)):
-        (o0, o1), (h0, h1) = o_at[t : t + 2].tolist(), h_at[t : t + 2].tolist()
-        dist = dists[p_at[t] : p_at[t + 1]].reshape(o1 - o0, h1 - h0)
-        hids = h_list[h0:h1]
-        if i_at[1, t] > i_at[0, t] and h1 > h0:
-            unmatched = np.ones(h1 - h0, dtype=bool)
-            for _, j in assign(dist):
-                unmatched[j] = False
-            iof = overlaps(h_boxes[h0:h1], i_boxes[i_at[0, t] : i_at[1, t]], mode="iof")
-            drop = unmatched & (iof > np.float32(ignore_iof)).any(axis=1)
-            kept[h0:h1] = ~drop
-            hids, dist = [h for h, k in zip(hids, kept[h0:h1].tolist(), strict=True) if k], dist[:, ~drop]
-        if dist.shape == (0, 0):
-            continue
-        counts.frames += 1
-        if dist.size == 0:
-            continue
-        d = dist.tolist()
-        o_done, h_done = [False] * len(d), [False] * len(hids)
-        column = {h: j for j, h in enumerate(hids)}
-        for i in range(len(d)):  # 1. keep each object's last match where it still matches
-            j = column.get(last_hid.get(o_list[o0 + i]))
-            if j is not None and not h_done[j] and d[i][j] == d[i][j]:  # not NaN
-                o_done[i] = h_done[j] = True
-                counts.matches += 1
-                counts.distance_sum += d[i][j]
-        if not all(o_done) and not all(h_done):
-            rest = dist.copy()
-            rest[o_done, :] = np.nan
-            rest[:, h_done] = np.nan
-            for i, j in assign(rest):  # 2. the rest by a minimum-cost assignment
-                o, h = o_list[o0 + i], hids[j]
-                if last_hid.get(o, h) != h:
-                    counts.switches += 1
-                else:
-                    counts.matches += 1
-                counts.distance_sum += d[i][j]
-                o_done[i] = True
-                last_hid[o] = h
-        matched[o0:o1] = o_done
+    matched[events_o] = True
     counts.objects, counts.predictions = len(o_ids), int(kept.sum())
     counts.misses = counts.objects - int(matched.sum())
     counts.false_positives = counts.predictions - counts.matches - counts.switches
@@ -185,15 +203,174 @@ def accumulate(gt: pd.DataFrame, pred: pd.DataFrame, iou_threshold: float = 0.5,
     return counts
 
 
-def _frame_pairs(o_at: np.ndarray, h_at: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every (ground-truth row, tracker row) of the same frame, frame by frame in row-major order: their row indices
-    and where each frame's ``n_o x n_h`` block starts."""
-    n_o, n_h = np.diff(o_at), np.diff(h_at)
-    sizes = n_o * n_h
-    p_at = np.concatenate([[0], np.cumsum(sizes)])
-    frame = np.repeat(np.arange(len(sizes)), sizes)
-    k = np.arange(p_at[-1]) - p_at[frame]
-    return o_at[frame] + k // n_h[frame], h_at[frame] + k % n_h[frame], p_at
+def _walked_frames(
+    objects: tuple[np.ndarray, np.ndarray, np.ndarray],
+    tracks: tuple[np.ndarray, np.ndarray, np.ndarray],
+    near_d: np.ndarray,
+) -> np.ndarray:
+    """Per frame: whether the walk decides it (its assignment may depend on the state): where a box has two pairs
+    within matching distance, where an id appears twice, or where assign's fast path would not apply. ``objects``
+    and ``tracks``: each row's frame and id, and the rows of the pairs within matching distance."""
+    n_frames = int(max(objects[0].max(initial=-1), tracks[0].max(initial=-1))) + 1
+    walked = np.zeros(n_frames, dtype=bool)
+    rows_per_frame = []
+    for row_t, ids, near in (objects, tracks):
+        order = np.lexsort((ids, row_t))
+        twice = (np.diff(row_t[order]) == 0) & (np.diff(ids[order]) == 0)
+        walked[row_t[order][1:][twice]] = True
+        walked[row_t[np.flatnonzero(np.bincount(near, minlength=len(row_t)) > 1)]] = True
+        rows_per_frame.append(np.bincount(row_t, minlength=n_frames))
+    largest = np.abs(near_d).max(initial=0)
+    walked |= 2 * np.minimum(*rows_per_frame) * (largest + 1) + 2 >= LARGE
+    return walked
+
+
+def _previous(
+    ids: np.ndarray, t: np.ndarray, values: np.ndarray, query_ids: np.ndarray, query_t: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each query: the frame and value of the latest record of its id in an earlier frame (frame -1: none); at
+    most one record per id and frame."""
+    if len(ids) == 0:
+        return np.full(len(query_ids), -1, np.int64), np.full(len(query_ids), -1, np.int64)
+    _, rank = np.unique(np.concatenate([ids, query_ids]), return_inverse=True)
+    rank, query_rank = rank[: len(ids)], rank[len(ids) :]
+    stride = int(max(t.max(), query_t.max(initial=0))) + 2
+    order = np.argsort(rank * stride + t, kind="stable")
+    keys = (rank * stride + t)[order]
+    at = np.maximum(np.searchsorted(keys, query_rank * stride + query_t) - 1, 0)  # the last record before each query
+    found = keys[at] // stride == query_rank
+    found &= keys[at] < query_rank * stride + query_t
+    return np.where(found, t[order[at]], -1), np.where(found, values[order[at]], -1)
+
+
+class _Walk:
+    """py-motmetrics' ``MOTAccumulator.update`` with mmtracking's ignore rule, in its order of operations, over the
+    frames :func:`accumulate` does not decide at once. Rows are the ground-truth (``o``) and tracker (``h``) row
+    numbers of the whole video; a frame's pairs within matching distance are visited only."""
+
+    def __init__(
+        self,
+        dists: np.ndarray,
+        p_at: np.ndarray,
+        near: np.ndarray,
+        gi: np.ndarray,
+        hj: np.ndarray,
+        ids: tuple[np.ndarray, np.ndarray],
+        kept: np.ndarray,
+    ) -> None:
+        self.dists, self.p_at, self.near_at = dists, p_at, np.searchsorted(near, p_at)
+        self.near_o, self.near_h, self.near_d = gi[near], hj[near], dists[near]
+        self.o_ids, self.h_ids = ids[0].tolist(), ids[1].tolist()
+        self.kept = kept  # the ignore rule drops tracker boxes of the walked frames here
+        self.frames = self.switches = 0  # accumulated frames, SWITCH events
+        self.events: tuple[list, list, list, list] = ([], [], [], [])  # frame, step 2?, ground-truth row, distance
+        self.states: tuple[list, list, list] = ([], [], [])  # object, frame, its last tracker id after that frame
+
+    def run(
+        self,
+        walked: np.ndarray,
+        bounds: tuple[np.ndarray, np.ndarray],
+        ignores: np.ndarray,
+        covers: np.ndarray,
+        before: dict[int, tuple[int, int]],
+    ) -> None:
+        """The frames ``walked``, in order (``bounds``: where each frame's ground-truth and tracker rows start);
+        ``before``: per ground-truth row, the frame and tracker id of its object's last match decided at once before
+        its frame (frame -1: none)."""
+        o_at, h_at = bounds[0].tolist(), bounds[1].tolist()
+        ignores_l, covers_l, o_ids, h_ids = ignores.tolist(), covers.tolist(), self.o_ids, self.h_ids
+        walked_last: dict[int, tuple[int, int]] = {}  # object -> (frame, tracker id) after the latest walked frame
+
+        def last(o: int) -> int | None:
+            """The tracker id row ``o``'s object was last matched to, before this frame."""
+            mine, theirs = walked_last.get(o_ids[o]), before[o]
+            if mine is not None and mine[0] > theirs[0]:
+                return mine[1]
+            return theirs[1] if theirs[0] >= 0 else None
+
+        for t in walked.tolist():
+            o0, o1, h0, h1 = o_at[t], o_at[t + 1], h_at[t], h_at[t + 1]
+            a, b = int(self.near_at[t]), int(self.near_at[t + 1])
+            near = (self.near_o[a:b].tolist(), self.near_h[a:b].tolist(), self.near_d[a:b].tolist())
+            pairs = list(zip(*near, strict=True))
+            columns: Sequence[int] = range(h0, h1)  # the tracker rows accumulated
+            if ignores_l[t] and h1 > h0:  # tracker boxes left unmatched on an ignore box are removed
+                assigned = {h for _, h, _ in self._assign(t, pairs, columns, (o0, o1, h0))}
+                dropped = [h for h in columns if covers_l[h] and h not in assigned]
+                if dropped:
+                    self.kept[dropped] = False
+                    columns = [h for h in columns if h not in dropped]
+                    pairs = [pair for pair in pairs if pair[1] not in dropped]
+            if o1 == o0 and not columns:
+                continue
+            self.frames += 1
+            column = {h_ids[h]: h for h in columns}  # an id's column (py-motmetrics': the last, were one repeated)
+            o_done: set[int] = set()
+            h_done: set[int] = set()
+            for o, h, d in pairs:  # 1. keep each object's last match where it still matches
+                if column.get(last(o)) == h and h not in h_done:
+                    o_done.add(o)
+                    h_done.add(h)
+                    self._event(t, False, o, d)
+            rest = [(o, h, d) for o, h, d in pairs if o not in o_done and h not in h_done]
+            now: dict[int, int] = {}  # this frame's new last matches
+            for o, h, d in self._assign(t, rest, columns, (o0, o1, h0), o_done, h_done):  # 2. the rest, least cost
+                oid, hid = o_ids[o], h_ids[h]
+                previous = now[oid] if oid in now else last(o)
+                self.switches += previous is not None and previous != hid
+                self._event(t, True, o, d)
+                o_done.add(o)
+                now[oid] = hid
+            for oid, hid in now.items():
+                walked_last[oid] = (t, hid)
+                for values, value in zip(self.states, (oid, t, hid), strict=True):
+                    values.append(value)
+
+    def _event(self, t: int, step_2: bool, o: int, d: float) -> None:
+        for values, value in zip(self.events, (t, step_2, o, d), strict=True):
+            values.append(value)
+
+    def _assign(
+        self,
+        t: int,
+        pairs: list[tuple[int, int, float]],
+        columns: Sequence[int],
+        starts: tuple[int, int, int],
+        o_done: Set[int] = frozenset(),
+        h_done: Set[int] = frozenset(),
+    ) -> list[tuple[int, int, float]]:
+        """:func:`assign` on frame ``t``'s matrix (``starts``: its first ground-truth row, the row after its last, its
+        first tracker row) of the tracker rows ``columns``, with the rows in ``o_done`` and the columns in ``h_done``
+        missing edges (``pairs``: its pairs within matching distance, row-major, those rows and columns left out):
+        (ground-truth row, tracker row, distance) by row. Where no row and no column holds two pairs, the matrix is
+        not built: the answer is forced (assign's fast path, its condition included)."""
+        if not pairs:
+            return []
+        o0, o1, h0 = starts
+        rows, cols = {o for o, _, _ in pairs}, {h for _, h, _ in pairs}
+        largest = max(abs(d) for _, _, d in pairs)
+        if len(rows) == len(pairs) == len(cols) and 2 * min(o1 - o0, len(columns)) * (largest + 1) + 2 < LARGE:
+            return pairs
+        block = self.dists[self.p_at[t] : self.p_at[t + 1]].reshape(o1 - o0, -1)
+        matrix = block[:, [h - h0 for h in columns]]  # a copy
+        matrix[[o - o0 for o in o_done], :] = np.nan
+        matrix[:, [k for k, h in enumerate(columns) if h in h_done]] = np.nan
+        return [(o0 + i, columns[j], float(block[i, columns[j] - h0])) for i, j in assign(matrix)]
+
+
+def _frame_pairs(
+    a_start: np.ndarray, a_count: np.ndarray, b_start: np.ndarray, b_count: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every (row of a, row of b) of the same frame, frame by frame in row-major order (frame ``t``'s rows of a are
+    ``a_start[t]`` and the ``a_count[t] - 1`` after it, of b likewise): their row indices and where each frame's
+    ``a_count x b_count`` block starts."""
+    p_at = np.concatenate([[0], np.cumsum(a_count * b_count)])
+    row_frame = np.repeat(np.arange(len(a_count)), a_count)  # each row of a: its frame
+    first = np.cumsum(a_count) - a_count  # where each frame's rows of a begin among them
+    rows = a_start[row_frame] + np.arange(len(row_frame)) - first[row_frame]
+    width = b_count[row_frame]  # pairs per row of a
+    shift = b_start[row_frame] - (np.cumsum(width) - width)  # b's first row, less where the row's pairs begin
+    return np.repeat(rows, width), np.arange(p_at[-1]) + np.repeat(shift, width), p_at
 
 
 def _track_coverage(counts: Counts, o_ids: np.ndarray, matched: np.ndarray) -> None:

@@ -105,6 +105,11 @@ class Benchmark(Generic[S]):
         folder), or None when it is not one."""
         return None
 
+    def audit_outputs(self, kind: str, path: Path) -> list[str] | None:
+        """The outputs (paths relative to the root) a report of its own ``kind`` is compared with: the audit re-runs
+        the stages that write them; None: its metrics files."""
+        return None
+
     def audit_compare(
         self, kind: str, path: Path, data: Any, work: Path, settings: S, tolerance: float, findings: Findings
     ) -> None:

@@ -91,11 +91,12 @@ def check_params(argv: list[str]) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(prog="egoeval check-params", description=check_params.__doc__.splitlines()[0])
-    parser.add_argument("params", type=Path, nargs="?", help="default: the params file of this folder's pipeline")
+    parser.add_argument("params", type=Path, nargs="?", help="default: the params file of this folder's project")
     given = parser.parse_args(argv).params
+    from egoeval.io.paths import project_root
     from egoeval.settings import load_settings, params_file
 
-    path = given or params_file()
+    path = given or params_file(project_root())  # from a subfolder too, as DVC finds the project
 
     try:
         load_settings(path)

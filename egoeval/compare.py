@@ -33,7 +33,7 @@ def benchmark_of(path: Path, root: Path = Path(".")) -> str:
 def _parser(benchmarks: list[Benchmark]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="egoeval compare", description=help_text(__doc__.splitlines()[0]))
     parser.add_argument("metrics", type=Path, help="a metrics file, e.g. metrics/egohumans.json")
-    parser.add_argument("--params", type=Path, help="the params file (default: this folder's pipeline's)")
+    parser.add_argument("--params", type=Path, help="the params file (default: this folder's project's)")
     for benchmark in benchmarks:
         benchmark.add_compare_arguments(parser.add_argument_group(f"{benchmark.title} metrics"))
     return parser
@@ -48,7 +48,10 @@ def main(argv: list[str] | None = None) -> int:
         _parser(list(registry().values())).parse_args(argv)
     try:
         read_json(path)  # an unreadable file is said before anything else
-        name = benchmark_of(path)
+        from egoeval.io.paths import project_root
+
+        root = project_root()  # from a subfolder too, as DVC finds the project
+        name = benchmark_of(path, root)
         own = registry().get(name)
         if own is None:
             raise InputError(path, f"no published numbers for benchmark {name!r} (known: {sorted(registry())})")
@@ -63,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"not an option for {own.title} metrics: {' '.join(unknown)}{said}")
         from egoeval.settings import load_settings, params_file  # pydantic: not for --help
 
-        print(own.compare(metrics, load_settings(args.params or params_file()).section(own), args))
+        print(own.compare(metrics, load_settings(args.params or params_file(root)).section(own), args))
     except InputError as err:
         print(f"egoeval compare: {err}", file=sys.stderr)
         return 2

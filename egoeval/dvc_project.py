@@ -177,12 +177,13 @@ def pipeline_stages(root: str | os.PathLike[str]) -> list[StageInfo]:
         return infos
 
 
-def with_upstream(stages: list[StageInfo], targets: list[str]) -> set[str]:
-    """The names of ``targets`` and of every stage upstream of them."""
+def with_upstream(stages: list[StageInfo], targets: list[str], stop_at: frozenset[str] = frozenset()) -> set[str]:
+    """The names of ``targets`` and of every stage upstream of them (not looking above the stages in ``stop_at``)."""
     upstream = {info.name: info.upstream for info in stages}
     found, todo = set(targets), list(targets)
     while todo:
-        for parent in upstream.get(todo.pop(), ()):
+        name = todo.pop()
+        for parent in () if name in stop_at else upstream.get(name, ()):
             if parent not in found:
                 found.add(parent)
                 todo.append(parent)
@@ -248,18 +249,68 @@ def stage_outputs(root: str | os.PathLike[str], name: str) -> dict[str, str | No
 
 def pinned_output(root: str | os.PathLike[str], path: str) -> str:
     """The md5 dvc.lock pins for an output path."""
-    for entry in read_lock(root).values():
-        for out in entry.get("outs") or []:
-            if out["path"] == path:
-                return str(_hash_of(out))
-    raise InputError(Path(root) / "dvc.lock", f"{path} is not pinned")
+    md5 = pinned_outputs(root).get(path)
+    if md5 is None:
+        raise InputError(Path(root) / "dvc.lock", f"{path} is not pinned")
+    return md5
+
+
+def pinned_outputs(root: str | os.PathLike[str]) -> dict[str, str]:
+    """Every output path dvc.lock pins, with its md5 (a directory's ends in ``.dir``)."""
+    return {out["path"]: str(_hash_of(out)) for entry in read_lock(root).values() for out in entry.get("outs") or []}
+
+
+def cache_objects(root: Path) -> Path:
+    """The object folder of the DVC cache the workspace at ``root`` uses (``<cache>/files/md5``)."""
+    from dvc.repo import Repo
+
+    with contextlib.chdir(root), Repo(str(root)) as repo:
+        return Path(repo.cache.local_cache_dir) / "files" / "md5"
+
+
+def cached(objects: Path, md5: str) -> bool:
+    """Whether DVC's cache (``objects``: ``cache_objects``) holds the pinned object ``md5``: a file, or a directory's
+    listing and every file it lists."""
+    path = objects / md5[:2] / md5[2:]
+    if not path.is_file():
+        return False
+    return not md5.endswith(".dir") or all(cached(objects, name) for name in _listing(path).values())
+
+
+def check_out(objects: Path, md5: str, target: Path) -> None:
+    """The pinned object ``md5`` (``cached``) copied out of DVC's cache to ``target``, as plain writable files."""
+    if md5.endswith(".dir"):
+        for name, file in _listing(objects / md5[:2] / md5[2:]).items():
+            check_out(objects, file, target / name)
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(objects / md5[:2] / md5[2:], target)
+
+
+def _listing(path: Path) -> dict[str, str]:
+    """A directory object's files: relative path -> md5 (``{}`` when the listing is unreadable)."""
+    try:
+        return {str(entry["relpath"]): str(entry["md5"]) for entry in json.loads(path.read_bytes())}
+    except (ValueError, TypeError, KeyError):
+        return {}
+
+
+def stage_status(root: Path, names: list[str] | None = None) -> dict[str, list[Any]]:
+    """``dvc status`` of the named stages (default all) in the workspace at ``root``, with dvc.yaml and dvc.lock read
+    once (``dvc status TARGET...`` reads them again for each target): stage -> what changed since dvc.lock."""
+    from dvc.repo import Repo
+
+    with contextlib.chdir(root), Repo(str(root)) as repo, _project_lock(repo):
+        found: dict[str, list[Any]] = {}
+        for stage in repo.index.stages:
+            if names is None or _address(stage, repo.root_dir) in names:
+                found.update(stage.status(check_updates=True))
+        return found
 
 
 def copy_workspace(root: Path, work: Path) -> Path:
     """The files git sees in ``root`` (tracked and untracked-not-ignored) into ``work``, set to read root's DVC
     cache without ever linking into it; returns the cache's object folder."""
-    from dvc.repo import Repo
-
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=root, capture_output=True
     )
@@ -269,9 +320,8 @@ def copy_workspace(root: Path, work: Path) -> Path:
         if (root / name).is_file():
             (work / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(root / name, work / name)
-    with contextlib.chdir(root), Repo(str(root)) as repo:
-        cache = Path(repo.cache.local_cache_dir)
+    objects = cache_objects(root)
     # the copy reads root's cache and never links into it (a re-run stage must not write through a link)
-    settings = f"[core]\n    no_scm = true\n[cache]\n    dir = {cache}\n    type = copy\n"
+    settings = f"[core]\n    no_scm = true\n[cache]\n    dir = {objects.parent.parent}\n    type = copy\n"
     (work / ".dvc" / "config.local").write_text(settings)
-    return cache / "files" / "md5"
+    return objects

@@ -13,13 +13,19 @@ MAX_LISTED = 20
 
 @dataclass
 class Findings:
-    """What the audit saw, in order; any ``differ`` makes the report not reproduce."""
+    """What the audit saw, in order; any ``differ`` makes the report not reproduce, any ``miss`` leaves it undecided."""
 
     lines: list[str] = field(default_factory=list)
     differences: int = 0
+    missing: int = 0  # pinned outputs the audit needs that are not here (not pulled): it cannot decide
 
     def section(self, title: str) -> None:
         self.lines.append(f"\n{title}")
+
+    def miss(self, text: str) -> None:
+        """A pinned output the audit needs is neither in the workspace nor in the DVC cache."""
+        self.lines.append(f"  MISSING  {text}")
+        self.missing += 1
 
     def ok(self, text: str) -> None:
         self.lines.append(f"  ok    {text}")

@@ -16,6 +16,7 @@ reproducible).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import html
 import subprocess
 from dataclasses import asdict, dataclass
@@ -241,7 +242,7 @@ def write_page() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="egoeval report", description=help_text(__doc__.splitlines()[0]))
-    parser.add_argument("--out", type=Path, default=OUT, help=f"the HTML file to write (default {OUT})")
+    parser.add_argument("--out", type=Path, help=f"the HTML file to write (default {OUT} in the project)")
     parser.add_argument(
         "--stamp",
         action="store_true",
@@ -249,18 +250,23 @@ def main(argv: list[str] | None = None) -> int:
         "for byte; write it beside the pipeline's page with --out)",
     )
     args = parser.parse_args(argv)
-    if args.stamp and args.out.resolve() == OUT.resolve():
+    from egoeval.io.paths import project_root
+
+    root = project_root()  # the project's files, from a subfolder too (found as DVC finds it)
+    out = args.out.absolute() if args.out else OUT  # a path given: from where the user stands
+    if args.stamp and (args.out is None or out.resolve() == (root / OUT).resolve()):
         parser.error(f"--stamp writes a copy to share: give --out another file than {OUT} (the pipeline's page)")
 
     def body() -> None:
         from egoeval.settings import load_settings  # pydantic: not for --help
 
-        check_output(args.out, own=[OUT.as_posix()])  # never over the metrics or any other tracked file
+        check_output(out, own=[OUT.as_posix()])  # never over the metrics or any other tracked file
         page = build_page(Path("."), load_settings(), run_stamp(Path(".")) if args.stamp else None)
-        atomic_write_text(args.out, page)
-        print(f"report: wrote {args.out} ({len(page.encode()) / 1e6:.1f} MB)")
+        atomic_write_text(out, page)
+        print(f"report: wrote {args.out or OUT} ({len(page.encode()) / 1e6:.1f} MB)")
 
-    return run_stage(body)
+    with contextlib.chdir(root):
+        return run_stage(body)
 
 
 if __name__ == "__main__":

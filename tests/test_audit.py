@@ -13,9 +13,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import tool_env
+from conftest import REPO, dvc, tool_env
 
-from egoeval.audit import main, read_report, run_stages
+from egoeval.audit import EXIT_NOT_PULLED, main, read_report, run_stages
 from egoeval.dvc_project import StageInfo, pinned_output, pipeline_stages
 from egoeval.egohumans.audit import compare_tracks
 from egoeval.egonormia.audit import compare_eval_json
@@ -57,7 +57,7 @@ def rederived(reproduced: Path, tmp_path_factory: pytest.TempPathFactory) -> Red
 
 @pytest.mark.slow
 def test_every_kind_of_report_reproduces(rederived: Rederived) -> None:
-    result, work = rederived
+    result, _ = rederived
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
     assert "every parameter, input and output matches dvc.lock" in out
@@ -66,12 +66,91 @@ def test_every_kind_of_report_reproduces(rederived: Rederived) -> None:
     assert "(tracks)" in out and f"compared with the re-derived run {RUN}\n" in out
     assert out.count("reported numbers reproduce within 1e-06") == 5  # 2 metrics files, eval-JSON, tracks, baseline
     assert "DIFF" not in out and out.rstrip().endswith("verdict: reproduces")
-    # progress on stderr as it goes: every re-run stage once, after its upstream stages
-    ended = [line.split()[1] for line in result.stderr.splitlines() if line.startswith("audit: ") and " done (" in line]
-    stages = {info.name: info for info in pipeline_stages(work) if info.name in ended}
-    assert len(ended) == len(set(ended)) == len(stages) >= 10 and ended[-1] in ("egohumans_score", "egonormia_score")
-    assert all(ended.index(up) < ended.index(name) for name in ended for up in stages[name].upstream if up in stages)
+    # only the stages writing what the reports are compared with re-ran; every stage above them, unchanged since
+    # dvc.lock, gave its pinned outputs (the tracks of the other runs, the answers: no model call)
+    ended = stages_run(result)
+    targets = ["egonormia_parse", "egonormia_score", f"egohumans_track@{RUN}", "egohumans_score"]
+    assert sorted(ended) == sorted(targets)
+    assert ended.index("egonormia_parse") < ended.index("egonormia_score")
+    assert ended.index(f"egohumans_track@{RUN}") < ended.index("egohumans_score")
+    reused = next(line for line in out.splitlines() if "reused the pinned outputs of" in line)
+    assert "egonormia_infer" in reused and "egohumans_track@world-gt" in reused and f"@{RUN}" not in reused
+    assert "model answers: none needed" in out
     assert "audit: checking the workspace" in result.stderr and "audit: re-deriving in" in result.stderr
+
+
+def stages_run(result: subprocess.CompletedProcess[str]) -> list[str]:
+    """The stages an audit re-ran, in the order they ended (its progress on stderr)."""
+    return [line.split()[1] for line in result.stderr.splitlines() if line.startswith("audit: ") and " done (" in line]
+
+
+@pytest.mark.slow
+def test_full_rederives_every_stage_from_the_pinned_inputs(reproduced: Path) -> None:
+    result = audit(reproduced, "metrics/egonormia.json", "--full")
+    assert result.returncode == 0, result.stdout + result.stderr
+    # progress on stderr as it goes: every stage below the pinned inputs re-ran once, after its upstream stages
+    ended = stages_run(result)
+    stages = {info.name: info for info in pipeline_stages(reproduced) if info.name in ended}
+    assert (
+        sorted(ended)
+        == sorted(stages)
+        == sorted(["egonormia_frames", "egonormia_describe", "egonormia_infer", "egonormia_parse", "egonormia_score"])
+    )
+    assert all(ended.index(up) < ended.index(name) for name in ended for up in stages[name].upstream if up in stages)
+    assert "reused the pinned outputs" not in result.stdout and "more from pinned outputs" in result.stdout
+    assert "egohumans" not in result.stdout + result.stderr  # an EgoNormia target needs none of EgoHumans' stages
+
+
+@pytest.mark.slow
+def test_a_damaged_cache_object_is_rederived_not_reused(reproduced: Path, tmp_path: Path) -> None:
+    root = Path(shutil.copytree(reproduced, tmp_path / "ws", symlinks=True))
+    run = "world-gt"
+    listing = pinned_output(root, f"data/egohumans/tracks/{run}")
+    objects = root / ".dvc/cache/files/md5"
+    first = json.loads((objects / listing[:2] / listing[2:]).read_text())[0]["md5"]
+    damaged = objects / first[:2] / first[2:]
+    damaged.chmod(0o644)
+    damaged.write_text(damaged.read_text().replace("1", "2", 1))  # same name, other content
+    result = audit(root, "metrics/egohumans.json")
+    reused = next(line for line in result.stdout.splitlines() if "reused the pinned outputs of" in line)
+    assert f"egohumans_track@{run}" not in reused and "egohumans_track@bytetrack-gt" in reused
+    assert stages_run(result) == [f"egohumans_track@{run}", "egohumans_score"]
+    # the re-derived tracks give the reported numbers; the damaged cache object itself is named
+    assert "DIFF  output data/egohumans/tracks/world-gt: not in cache since dvc.lock" in result.stdout
+    assert "3. metrics/egohumans.json" in result.stdout and "reported numbers reproduce" in result.stdout
+
+
+@pytest.mark.slow
+def test_a_clone_that_did_not_pull_is_told_what_is_missing(reproduced: Path, tmp_path: Path) -> None:
+    first = Path(shutil.copytree(reproduced, tmp_path / "a", symlinks=True))
+    assert dvc(first, "remote", "add", "-d", "storage", str(tmp_path / "remote")).returncode == 0
+    assert dvc(first, "push").returncode == 0
+    for args in (["add", "-A"], ["commit", "-qm", "a run and its DVC remote"]):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=first, check=True)
+    clone = tmp_path / "b"
+    subprocess.run(["git", "clone", "-q", str(first), str(clone)], check=True)
+
+    result = audit(clone, "metrics/egonormia.json")
+    out = result.stdout
+    assert result.returncode == EXIT_NOT_PULLED, out + result.stderr
+    missing = [line.split()[1] for line in out.splitlines() if line.startswith("  MISSING")]
+    assert missing == ["data/egonormia/fetched"]  # the pinned input the EgoNormia stages need
+    assert "pinned outputs are neither here nor in the DVC cache (not pulled): data/egonormia/" in out
+    assert "`dvc pull` fetches" in out and "verdict: NOT PULLED" in out
+    assert "DIFF" not in out and "egohumans" not in out  # nothing differs; EgoHumans is not what was asked
+
+    assert dvc(clone, "pull").returncode == 0
+    result = audit(clone, "metrics/egonormia.json")
+    assert result.returncode == 0 and result.stdout.rstrip().endswith("verdict: reproduces"), result.stdout
+
+
+@pytest.mark.slow
+def test_an_audit_from_a_subfolder_finds_the_project_and_takes_paths_from_there(reproduced: Path) -> None:
+    command = [sys.executable, "-m", "egoeval.cli", "audit", "../metrics/egonormia.json"]
+    result = subprocess.run(command, cwd=reproduced / "docs", env=tool_env(), capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"1. the workspace against {reproduced / 'dvc.lock'}" in result.stdout
+    assert "3. ../metrics/egonormia.json (metrics)" in result.stdout and "verdict: reproduces" in result.stdout
 
 
 def stage(name: str, cmd: str, *upstream: str) -> StageInfo:
@@ -136,7 +215,7 @@ def test_changed_params_inputs_and_missing_answers_are_named(reproduced: Path, t
     out = result.stdout
     assert result.returncode == 1, out + result.stderr
     assert "param egonormia.score.bootstrap_seed: 0 in dvc.lock, 1 in params.yaml (used by egonormia_score)" in out
-    assert "input data/egonormia/sample/clips.json: modified since dvc.lock" in out
+    assert "input data/egonormia/sample (clips.json): modified since dvc.lock (input of egonormia_fetch)" in out
     assert "output data/egonormia/fetched (items.parquet): modified since dvc.lock (output of egonormia_fetch)" in out
     # the re-derivation checked the pinned items out of DVC's cache, and replayed every cached answer but one
     assert f"{lost.id} pipeline/{lost.model} sensible: pinned" in out
@@ -212,3 +291,14 @@ def test_a_missing_report_and_an_empty_folder_are_bad_input(tmp_path: Path, caps
     assert "absent.json: no such file or folder" in capsys.readouterr().err
     with pytest.raises(InputError, match=r"not a results folder any benchmark reads"):
         read_report(tmp_path)
+
+
+def test_the_exit_statuses_are_in_the_help_and_the_user_guide(capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "0 when everything reproduces, 1 when something does not (DIFF lines), 2 on bad input, 3" in text
+    assert "3 when pinned outputs the audit needs are not here" in text and "`dvc pull` fetches them" in text
+    guide = " ".join((REPO / "docs/user-guide.md").read_text().split())
+    assert "3 when pinned outputs the audit needs are not here (`MISSING`" in guide
+    assert "--full" in text and "`--full` re-runs every stage below the pinned inputs" in guide

@@ -11,6 +11,7 @@ import pytest
 from conftest import dvc, tool_env, write_params
 from openai_server import OpenAIServer
 
+from egoeval.audit import EXIT_NOT_PULLED
 from egoeval.dvc_project import pinned_output
 
 pytestmark = pytest.mark.slow
@@ -29,8 +30,8 @@ def git(root: Path, *args: str) -> None:
     assert done.returncode == 0, done.stderr
 
 
-def audit(root: Path) -> subprocess.CompletedProcess[str]:
-    return run(root, sys.executable, "-m", "egoeval.cli", "audit", *REPORTS)
+def audit(root: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    return run(root, sys.executable, "-m", "egoeval.cli", "audit", *REPORTS, *options)
 
 
 def test_a_second_clone_audits_from_a_dvc_remote_with_no_model_call(reproduced: Path, tmp_path: Path) -> None:
@@ -55,7 +56,7 @@ def test_a_second_clone_audits_from_a_dvc_remote_with_no_model_call(reproduced: 
         pulled = dvc(second, "pull")
         assert pulled.returncode == 0, pulled.stdout + pulled.stderr
         asked = len(server.requests)
-        result = audit(second)
+        result = audit(second, "--full")  # every stage again: the answers replayed from the pulled outputs
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
         assert len(server.requests) == asked  # not one model call
         assert "more from pinned outputs" in result.stdout and "0 from the local response cache" in result.stdout
@@ -71,9 +72,10 @@ def test_a_second_clone_audits_from_a_dvc_remote_with_no_model_call(reproduced: 
             (third / answers).unlink()
         result = audit(third)
         assert len(server.requests) == asked
-    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
+    assert result.returncode == EXIT_NOT_PULLED, result.stdout[-3000:] + result.stderr[-3000:]
     lines = [line for line in result.stdout.splitlines() if "model answers are missing" in line]
     assert len(lines) == 1, result.stdout
     (line,) = lines
+    assert line.startswith("  MISSING  stage egonormia_describe:") and "verdict: NOT PULLED" in result.stdout
     assert f"not pulled: {', '.join(ANSWERS)}" in line
     assert "re-deriving them costs 16 model calls" in line  # the describe stage asks one per clip, first

@@ -5,6 +5,7 @@ reStructuredText."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tomllib
@@ -85,3 +86,41 @@ def test_check_params_runs_and_rejects(tmp_path: Path) -> None:
     bad.write_text((REPO / "params.yaml").read_text() + "\nnot_a_section: 1\n")
     run = egoeval_cli("check-params", str(bad))
     assert run.returncode == 2 and "not_a_section" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_commands_find_the_project_root_from_a_subfolder_as_dvc_does(tmp_path: Path) -> None:
+    from egoeval.io.paths import project_root
+
+    (tmp_path / ".dvc").mkdir()
+    (tmp_path / "docs/deep").mkdir(parents=True)
+    assert project_root(tmp_path / "docs/deep") == tmp_path / "docs/deep/../.."
+    assert project_root(tmp_path) == tmp_path
+    assert project_root(tmp_path / "docs/deep").resolve() == tmp_path.resolve()
+    elsewhere = tmp_path.parent / f"{tmp_path.name}-none"
+    elsewhere.mkdir()
+    assert project_root(elsewhere) == elsewhere  # no project above: the folder itself (the command says so)
+
+    def from_docs(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [EGOEVAL, *args], cwd=REPO / "docs", env=tool_env(), capture_output=True, text=True, timeout=120
+        )
+
+    checked = from_docs("check-params")
+    assert (checked.returncode, checked.stdout) == (0, "../params.yaml: ok\n"), checked.stderr
+    compared = from_docs("compare", "../metrics/egonormia.json")  # a path relative to where the user stands
+    assert compared.returncode == 0 and "ours, ranked by" in compared.stdout, compared.stderr
+
+
+@pytest.mark.slow
+def test_report_and_estimate_run_from_a_subfolder(reproduced: Path, tmp_path: Path) -> None:
+    docs = reproduced / "docs"
+    out = os.path.relpath(tmp_path / "page.html", docs)  # relative to where the user stands, not to the project
+
+    def from_docs(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([EGOEVAL, *args], cwd=docs, env=tool_env(), capture_output=True, text=True, timeout=600)
+
+    report = from_docs("report", "--out", out)
+    assert report.returncode == 0 and f"report: wrote {out}" in report.stdout, report.stderr[-3000:]
+    assert "<html" in (tmp_path / "page.html").read_text() and not (docs / "page.html").exists()
+    estimate = from_docs("estimate", "--json")
+    assert estimate.returncode == 0 and json.loads(estimate.stdout), estimate.stderr[-3000:]

@@ -1,5 +1,6 @@
 """EgoHumans' part of ``egoeval audit``: a folder of MOTChallenge tracker results scored against the pinned ground
-truth and compared with the re-derived run of that name (or the closest one)."""
+truth and compared with the re-derived run of that name, scored alike (or with the closest run of the re-derived
+metrics)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from egoeval.egohumans.artifacts import GT_DIR
+from egoeval.egohumans.artifacts import GT_DIR, METRICS_FILE, TRACKS
 from egoeval.findings import Findings, compare_numbers
 
 if TYPE_CHECKING:
@@ -15,8 +16,9 @@ if TYPE_CHECKING:
 
 
 def compare_tracks(path: Path, work: Path, settings: ScoreSettings, tolerance: float, findings: Findings) -> None:
-    """Tracker results scored against the pinned ground truth, against the re-derived run of that name (or any),
-    under the re-derivation's ``egohumans.score`` settings."""
+    """Tracker results scored against the pinned ground truth, against the re-derived run of that name (its tracks,
+    scored alike) or else the closest run of the re-derived metrics, under the re-derivation's ``egohumans.score``
+    settings."""
     from egoeval.egohumans.evaluators import evaluator
     from egoeval.tracking.mot import read_mot, read_mot_folder
 
@@ -25,10 +27,16 @@ def compare_tracks(path: Path, work: Path, settings: ScoreSettings, tolerance: f
     unknown = sorted(set(found) - set(gt))
     if unknown:
         findings.differ(f"sequences not in the pinned ground truth: {unknown}")
+    scorer = evaluator(settings.protocol)
     pred = {name: read_mot(path, kind="pred") for name, path in found.items() if name in gt}
-    scored = evaluator(settings.protocol).evaluate(gt, pred, settings.iou_threshold)
-    runs = json.loads((work / "metrics/egohumans.json").read_text())
-    names = [path.name] if path.name in runs else sorted(runs)
+    scored = scorer.evaluate(gt, pred, settings.iou_threshold)
+    rederived = work / TRACKS / path.name
+    if rederived.is_dir():  # named after a run: the audit re-derived that run's tracks; scored alike
+        tracks = {name: read_mot(file, kind="pred") for name, file in read_mot_folder(rederived).items()}
+        runs = {path.name: scorer.evaluate(gt, tracks, settings.iou_threshold)}
+    else:
+        runs = json.loads((work / METRICS_FILE).read_text())
+    names = sorted(runs)
     trials = []
     for name in names:
         trial = Findings()

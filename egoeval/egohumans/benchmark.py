@@ -48,6 +48,11 @@ class EgoHumans(Benchmark["EgoHumansSettings"]):
     def audit_report_kind(self, path: Path, data: Any) -> str | None:
         return "tracks" if data is None and any(path.glob("*.txt")) else None
 
+    def audit_outputs(self, kind: str, path: Path) -> list[str] | None:
+        from egoeval.egohumans.artifacts import TRACKS
+
+        return [str(TRACKS / path.name)]  # a folder named after a run: that run's tracks (else: the metrics)
+
     def audit_compare(
         self,
         kind: str,

@@ -98,6 +98,11 @@ class EgoNormia(Benchmark["EgoNormiaSettings"]):
 
         return "eval-json" if isinstance(data, dict) and is_eval_json(data) else None
 
+    def audit_outputs(self, kind: str, path: Path) -> list[str] | None:
+        from egoeval.egonormia.artifacts import EVAL_JSON
+
+        return [str(EVAL_JSON)]  # an eval-JSON is compared with the re-derived one
+
     def audit_compare(
         self,
         kind: str,

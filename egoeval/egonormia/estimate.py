@@ -27,6 +27,7 @@ calls are made then, and are not in the estimate).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import math
 import sys
@@ -246,4 +247,7 @@ def main(argv: list[str] | None = None) -> int:
         if dropped:
             print(f"estimate: warning: {dropped}", file=sys.stderr)
 
-    return run_stage(body, benchmark="egonormia")
+    from egoeval.io.paths import project_root
+
+    with contextlib.chdir(project_root()):  # the project's files, from a subfolder too (found as DVC finds it)
+        return run_stage(body, benchmark="egonormia")

@@ -1,4 +1,5 @@
-"""Paths given by data: the one check that such a path stays inside its data root."""
+"""Paths: the project a command works on (found as DVC finds it), and the one check that a path given by data
+stays inside its data root."""
 
 from __future__ import annotations
 
@@ -7,6 +8,17 @@ from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
 from egoeval.errors import InputError
+
+
+def project_root(start: str | os.PathLike[str] = ".") -> Path:
+    """The project ``start`` lies in, found as DVC finds it: ``start`` or the nearest folder above it that holds a
+    ``.dvc`` folder, as a path relative to ``start`` (``.``, ``..``, ...); ``start`` itself when there is none (the
+    command that needs a project says so)."""
+    here = Path(start).absolute()
+    for folder in (here, *here.parents):
+        if (folder / ".dvc").is_dir():
+            return Path(start) / os.path.relpath(folder, here) if folder != here else Path(start)
+    return Path(start)
 
 
 def relative_path_problem(name: object) -> str | None:

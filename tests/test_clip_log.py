@@ -96,6 +96,13 @@ def test_show_gives_a_clips_messages_replies_parsed_answers_and_gold_as_recorded
         assert video and all(
             any(part["type"] == "image" for m in c["messages"] for part in m["content"]) for c in video
         )
+        # a video variant's calls (the sample runs video:frames8) carry its own files, each named, in time order
+        frames = [c for r in log["runs"] if r["setting"] == "video:frames8" for c in r["calls"]]
+        named = [[p["file"] for m in c["messages"] for p in m["content"] if p["type"] == "image"] for c in frames]
+        folder = "data/egonormia/frames/frames8/"
+        assert frames and all(
+            len(files) == 8 and files == sorted(files) and all(f.startswith(folder) for f in files) for files in named
+        ), named
 
     clip = items["id"].iloc[0]
     text = show(reproduced, clip, "--setting", "video", "--model", "chance")
@@ -128,8 +135,8 @@ def test_an_unknown_clip_model_or_setting_is_named_with_what_is_known(reproduced
         (["no-such-clip"], f"clip 'no-such-clip' is not one of its {count} clips"),
         ([clip[:-1]], f"did you mean {clip!r}?"),
         (
-            [clip, "--setting", "video:frames8"],
-            "no setting 'video:frames8' in the data (known: blind, pipeline, video)",
+            [clip, "--setting", "video:native"],  # a variant the sample does not run
+            "no setting 'video:native' in the data (known: blind, pipeline, video, video:frames8)",
         ),
         ([clip, "--model", "gpt-9"], "no model 'gpt-9' in the data (known: "),
     ):
@@ -202,7 +209,8 @@ def test_logs_of_a_loopback_endpoint_show_what_it_received_redacted_escaped_and_
             )
             assert run.returncode == 0, run.stderr[-3000:]
         requests = [r.body for r in server.requests]
-    assert len(requests) == len(items) * 3 * 3  # three settings, three calls each (egoeval: two conversations)
+    # four settings (the sample runs the strip and the video:frames8 variant), three calls each (two conversations)
+    assert len(requests) == len(items) * 4 * 3
 
     # every call of every clip's log is a request the endpoint received, message for message, image for image
     monkeypatch.setenv(KEY_ENV, CANARY)  # the key the logs are made with: a reply quotes it

@@ -185,6 +185,10 @@ class VariantStore:
         index = read_table(folder / "index.parquet", ["id", "files", "times", "error"])
         self._rows = {row.id: ((list(row.files), list(row.times)), row.error) for row in index.itertuples(index=False)}
 
+    def file_names(self, clip_id: str) -> list[str]:
+        """The file names the frames stage indexed for a clip (none for a clip it has none of)."""
+        return [str(name) for name in self._rows.get(clip_id, (([], []), ""))[0][0]]
+
     def images(self, clip_id: str) -> tuple[tuple[float, bytes], ...]:
         """A ``frames`` variant's JPEGs of a clip with their times (s), in time order."""
         files, times = _indexed(self._rows, clip_id)

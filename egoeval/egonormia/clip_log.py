@@ -29,7 +29,7 @@ from egoeval.stage_shell import help_text
 
 if TYPE_CHECKING:
     from egoeval.backends import ChatRequest
-    from egoeval.egonormia.artifacts import FrameStore
+    from egoeval.egonormia.artifacts import FrameStore, VariantStore
     from egoeval.egonormia.settings import EgoNormiaSettings, ModelSpec
 
 MAX_SHOWN_CHARS = 20_000  # one string of a log (a prompt, a reply, an error): the rest is cut, and said so
@@ -48,6 +48,7 @@ class Sources:
     names: dict[str, list[str]]  # "model", "setting" -> every name the responses and predictions hold
     frame_files: dict[str, str]  # clip -> its frames image's file name (the frames index)
     frames: FrameStore
+    variants: dict[str, VariantStore]  # each video variant's files but the strip's, where the frames stage wrote them
     descriptions: dict[str, tuple[str, str]]  # clip -> (its scene description, why there is none)
     models: dict[str, ModelSpec]
     seed: int
@@ -83,6 +84,7 @@ def load_sources(settings: EgoNormiaSettings, root: Path = Path(".")) -> Sources
         read_table,
         require_columns,
     )
+    from egoeval.egonormia.inference import variant_stores
     from egoeval.errors import InputError
     from egoeval.io.bounded import read_parquet
 
@@ -113,6 +115,7 @@ def load_sources(settings: EgoNormiaSettings, root: Path = Path(".")) -> Sources
         },
         {str(row.id): str(row.image) for row in frames_index.itertuples(index=False) if row.image},
         FrameStore(frames_index, root / FRAMES),
+        variant_stores([v for v in settings.frames.variants if (root / FRAMES / v.folder).is_dir()], root / FRAMES),
         {str(row.id): (row.description or "", row.error) for row in descriptions.itertuples(index=False)},
         models,
         settings.infer.seed,
@@ -192,7 +195,7 @@ def _count(value: Any) -> int | None:
 def _rebuilt(sources: Sources, clip: Any, setting: str, model: str, recorded: Sequence[Any]) -> tuple[dict, str]:
     """(subtask -> (the rebuilt request key, the request or None)), and why nothing was rebuilt ("" when it was)."""
     from egoeval.backends import make_backend
-    from egoeval.egonormia.artifacts import NOT_SENT, RESPONSES
+    from egoeval.egonormia.artifacts import FRAMES, NOT_SENT, RESPONSES, is_variant
     from egoeval.egonormia.inference import Runner
     from egoeval.egonormia.protocols import Clip, Conversation
     from egoeval.egonormia.protocols import recorded as recorded_protocol
@@ -209,7 +212,9 @@ def _rebuilt(sources: Sources, clip: Any, setting: str, model: str, recorded: Se
         replay = _Replay(backend.cache_name, backend.model, recorded)
     finally:
         backend.close()
-    runner = Runner(spec, None, sources.frames, sources.descriptions, sources.seed, protocol)
+    if is_variant(setting) and setting not in sources.variants:
+        return {}, f"the {setting} frames are not in {FRAMES}: its requests cannot be rebuilt"
+    runner = Runner(spec, None, sources.frames, sources.descriptions, sources.seed, protocol, sources.variants)
     asked = Clip(str(clip.id), tuple(clip.behaviors), tuple(clip.justifications))
     rebuilt: dict[str, tuple[str, ChatRequest | None]] = {}
     why = ""
@@ -222,19 +227,26 @@ def _rebuilt(sources: Sources, clip: Any, setting: str, model: str, recorded: Se
     return rebuilt, why
 
 
-def _messages(sources: Sources, request: ChatRequest, clip_id: str) -> list[dict[str, Any]]:
-    """A request's messages as the log shows them: texts (redacted, bounded), images as file, size and sha256."""
+def _messages(sources: Sources, request: ChatRequest, clip_id: str, setting: str) -> list[dict[str, Any]]:
+    """A request's messages as the log shows them: texts (redacted, bounded), images and video as file, size and
+    sha256."""
     import hashlib
 
-    from egoeval.backends import ImagePart
+    from egoeval.backends import ImagePart, VideoPart
     from egoeval.egonormia.artifacts import FRAMES
 
-    files: dict[str, str] = {}  # sha256 -> the file: the clip's frames image, whose bytes the request carries
-    image = sources.frame_files.get(clip_id)
-    if image and any(isinstance(part, ImagePart) for message in request.messages for part in message.content):
-        path = sources.root / FRAMES / image
-        if path.is_file():
-            files[hashlib.sha256(path.read_bytes()).hexdigest()] = str(FRAMES / image)
+    named = []  # the files whose bytes the request may carry: the clip's strip, or its variant's files
+    if sources.frame_files.get(clip_id):
+        named.append(FRAMES / sources.frame_files[clip_id])
+    if setting in sources.variants:
+        store = sources.variants[setting]
+        named += [store.folder.relative_to(sources.root) / name for name in store.file_names(clip_id)]
+    files: dict[str, str] = {}  # sha256 -> the file
+    if any(isinstance(part, ImagePart | VideoPart) for message in request.messages for part in message.content):
+        for name in named:
+            path = sources.root / name
+            if path.is_file():
+                files[hashlib.sha256(path.read_bytes()).hexdigest()] = str(name)
     shown = []
     for message in request.messages:
         parts = []
@@ -242,6 +254,10 @@ def _messages(sources: Sources, request: ChatRequest, clip_id: str) -> list[dict
             if isinstance(part, ImagePart):
                 parts.append(
                     {"type": "image", "file": files.get(part.sha256), "bytes": len(part.jpeg), "sha256": part.sha256}
+                )
+            elif isinstance(part, VideoPart):
+                parts.append(
+                    {"type": "video", "file": files.get(part.sha256), "bytes": len(part.mp4), "sha256": part.sha256}
                 )
             else:
                 parts.append({"type": "text", "text": sources.shown(part.text)})
@@ -341,7 +357,7 @@ def clip_log(sources: Sources, clip_id: str, model: str | None = None, setting: 
                     "seed": decoding.seed,
                 }
                 call["namespace"] = request.namespace  # the request key's conventions (its "protocol" field)
-                call["messages"] = _messages(sources, request, clip_id)
+                call["messages"] = _messages(sources, request, clip_id, pair_setting)
             run["calls"].append(call)
         log["runs"].append(run)
     return log

@@ -161,6 +161,11 @@ class Runner:
         return [self._row(conversation, answer) for answer in answers]
 
 
+def variant_stores(variants: Sequence[VideoVariant], frames_dir: Path) -> dict[str, VariantStore]:
+    """Each video variant's files but the strip's (which ``FrameStore`` reads), by the variant's setting name."""
+    return {v.name: VariantStore(frames_dir / v.folder) for v in variants if v.kind != "strip"}
+
+
 def run_inference(
     items: pd.DataFrame,
     frames_index: pd.DataFrame,
@@ -184,7 +189,7 @@ def run_inference(
     texts = {row.id: (row.description or "", row.error) for row in descriptions.itertuples(index=False)}
     clips = [Clip(item.id, tuple(item.behaviors), tuple(item.justifications)) for item in items.itertuples(index=False)]
     settings = video_settings(infer.settings, variants)
-    stores = {v.name: VariantStore(frames_dir / v.folder) for v in variants if v.kind != "strip" and v.name in settings}
+    stores = variant_stores([v for v in variants if v.name in settings], frames_dir)
 
     rows: list[dict[str, Any]] = []
     DROPPED.take()  # the usage counts this run drops are said at its end

@@ -168,7 +168,7 @@ def test_the_user_guide_dvc_dag_views_are_as_wide_as_it_says() -> None:
     guide = " ".join((REPO / "docs/user-guide.md").read_text().split())
     whole = re.search(r"`dvc dag` draws the whole pipeline ([\d,]+) to ([\d,]+) columns wide", guide)
     views = re.findall(r"`dvc dag ([^`]+)` \((?:[^)]*?, )?(?:at most )?(\d+) columns", guide)
-    assert whole and {args for args, _ in views} == {"--md", "egonormia_report", "egohumans_track@bytetrack-gt"}
+    assert whole and {args for args, _ in views} == {"--md", "egonormia_score", "egohumans_track@bytetrack-gt"}
     for args, columns in views:
         assert _width(REPO, *args.split()) <= int(columns) <= TERMINAL, args
     low, high = (int(number.replace(",", "")) for number in whole.groups())

@@ -277,6 +277,7 @@ def example_responses() -> pd.DataFrame:
     frame["backend"] = "test"
     frame["protocol"] = "egoeval"  # egoeval answer lines and shuffles; the official protocol: test_official.py
     frame["request_key"] = [f"key{k}" for k in range(len(frame))]
+    frame["served_model"] = ""  # the endpoint named no other model (responses.parquet's column: RESPONSE_COLUMNS)
     answered_a = (frame["model"] == "modelA") & frame["response"].notna()  # modelA's endpoint reports usage
     frame["prompt_tokens"] = pd.array([100 + k if a else None for k, a in enumerate(answered_a)], dtype="Int64")
     frame["completion_tokens"] = pd.array([7 if a else None for a in answered_a], dtype="Int64")

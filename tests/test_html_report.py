@@ -385,7 +385,16 @@ def test_a_stamped_copy_says_when_and_from_which_commit_and_the_pipelines_page_s
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=reproduced, capture_output=True, text=True, check=True)
     when, commit = MADE.search(copy).group(1).split(", ", 1)
     assert before <= datetime.strptime(when, "%Y-%m-%d %H:%M:%S UTC").replace(tzinfo=UTC) <= after
-    assert commit == f"commit {head.stdout.strip()} with uncommitted changes"  # dvc repro rewrote dvc.lock
+    # the reproduced workspace is its commit when dvc repro rewrote every output as committed (dvc.lock fresh)
+    status = ["git", "status", "--porcelain", "--untracked-files=no"]
+    clean = not subprocess.run(status, cwd=reproduced, capture_output=True, text=True, check=True).stdout.strip()
+    assert commit == f"commit {head.stdout.strip()}" + ("" if clean else " with uncommitted changes")
+    # a tracked file changed since that commit is said (in a copy: the reproduced workspace is shared)
+    changed = Path(shutil.copytree(reproduced, tmp_path / "ws", symlinks=True))
+    (changed / "params.yaml").write_text((changed / "params.yaml").read_text() + "\n")
+    assert report(changed, "--stamp", "--out", str(tmp_path / "changed.html")).returncode == 0
+    changed_copy = (tmp_path / "changed.html").read_text(encoding="utf-8")
+    assert MADE.search(changed_copy).group(1).endswith(f"commit {head.stdout.strip()} with uncommitted changes")
     provenance = '<section id="provenance">'
     assert copy.split(provenance)[0] == page.split(provenance)[0]  # everything else is the pipeline's page
     rows = re.findall(r"<tr>.*?</tr>", page.split(provenance)[1])

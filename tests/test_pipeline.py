@@ -149,9 +149,21 @@ def test_openai_batch_backend_runs_through_dvc_and_keeps_its_request_files(works
     assert dvc(workspace, "status", "egonormia_infer").stdout.strip().endswith("up to date.")
     metrics = json.loads((workspace / "metrics/egonormia.json").read_text())
     counted = sum(len(s) > 0 for s in items["sensible_idx"])
-    for setting in ("blind", "pipeline", "video"):
+    for setting in ("blind", "pipeline", "video", "video:frames8"):  # the sample runs a video variant too
         numbers = metrics[setting]["loopback-batch-vlm"]
         assert numbers["action"] == pytest.approx(100.0 * len(items) / counted, abs=1e-9)
+    # the variant's calls went through the Batch API as separate images: eight image parts in one message
+    images = [
+        sum(
+            part.get("type") == "image_url"
+            for m in r.body["messages"]
+            if isinstance(m["content"], list)
+            for part in m["content"]
+        )
+        for r in server.requests
+    ]
+    # the variant's calls are the strip's (one image each), the same conversations with its frames instead
+    assert images.count(8) == images.count(1) > 0 and set(images) == {0, 1, 8}, sorted(set(images))
 
 
 def test_reading_the_stages_waits_for_a_dvc_lock_held_a_moment(tmp_path: Path) -> None:

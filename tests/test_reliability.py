@@ -226,11 +226,12 @@ def test_failures_over_the_threshold_fail_the_stage_naming_items_and_below_are_r
     marker = {clip: next(b for b in items.set_index("id").loc[clip, "behaviors"] if b) for clip in (first, second)}
     with ClipFaults(policy=answer_key(items)) as server:
         configure(workspace, server, max_retries=2)
-        # 2 of 16 clips: 2 x 3 settings x 3 answers = 18 of 144 answers fail (12.5% > max_failure_rate 10%)
+        # 2 of 16 clips: 2 x 4 settings (the sample's three and its video:frames8 variant) x 3 answers = 24 of 192
+        # answers fail (12.5% > max_failure_rate 10%)
         server.clip_faults = {marker[first]: "500", marker[second]: "500"}
         failed = dvc(workspace, "repro", "egonormia_score")
         before, faulted = len(server.requests), set(server.faulted)
-        # permanent answers, not retried: both clips are refused; under a threshold of 15% the 18 failed answers
+        # permanent answers, not retried: both clips are refused; under a threshold of 15% the 24 failed answers
         # are recorded
         server.clip_faults = {marker[first]: "refusal", marker[second]: "refusal"}
         params = yaml.safe_load((workspace / "params.yaml").read_text())
@@ -240,7 +241,7 @@ def test_failures_over_the_threshold_fail_the_stage_naming_items_and_below_are_r
         requests = list(server.requests)
 
     assert failed.returncode != 0 and "exited with 75" in failed.stderr
-    assert "18 of 144 answers failed (12.5% > 10.0%)" in failed.stderr
+    assert "24 of 192 answers failed (12.5% > 10.0%)" in failed.stderr
     assert f"{first}/blind/{MODEL}/action: http 500 after 2 retries" in failed.stderr and second in failed.stderr
     assert passed.returncode == 0, passed.stdout[-2000:] + passed.stderr[-2000:]
     # the failed run's successes were cached: the rerun sent none of them again
@@ -249,9 +250,9 @@ def test_failures_over_the_threshold_fail_the_stage_naming_items_and_below_are_r
     failures = responses[responses["error"] != ""].groupby("id")["error"].unique().map(set).to_dict()
     refusal = "refusal: I cannot help with that."
     assert failures == {first: {refusal, f"action failed: {refusal}"}, second: {refusal, f"action failed: {refusal}"}}
-    assert (responses["error"] != "").sum() == 18  # 2 clips x 3 settings x 3 answers
+    assert (responses["error"] != "").sum() == 24  # 2 clips x 4 settings x 3 answers
     metrics = json.loads((workspace / "metrics/egonormia.json").read_text())
-    for setting in ("blind", "pipeline", "video"):
+    for setting in ("blind", "pipeline", "video", "video:frames8"):
         numbers = metrics[setting][MODEL]
         assert numbers["call_failure_rate"] == pytest.approx(6 / 48)  # 2 clips x 3 subtasks of 16 x 3
         assert numbers["action"] == pytest.approx(100 * 14 / 16)  # every other clip is answered correctly
@@ -315,14 +316,14 @@ def test_a_served_model_other_than_the_requested_one_is_recorded_and_said(answer
     root, stderr = answered_workspace
     responses = pd.read_parquet(root / "data/egonormia/responses.parquet")
     assert (responses["served_model"] == SERVED).all() and (responses["model"] == MODEL).all()
-    said = f"{MODEL}: the endpoint named another model as serving 144 of 144 replies: '{SERVED}' (144)"
+    said = f"{MODEL}: the endpoint named another model as serving 192 of 192 replies: '{SERVED}' (192)"
     assert f"infer: warning: {said}" in stderr
     assert f"describe: warning: {MODEL}: the endpoint named another model as serving 16 of 16" in stderr
     # recorded in the metrics beside the numbers it produced (the model asked stays the row's name) ...
     metrics = json.loads((root / "metrics/egonormia.json").read_text())
     assert {setting: models[MODEL]["served_models"] for setting, models in metrics.items()} == {
         setting: {SERVED: 48}
-        for setting in ("blind", "pipeline", "video")  # 16 clips x 3 answers
+        for setting in ("blind", "pipeline", "video", "video:frames8")  # 16 clips x 3 answers
     }
     # ... and shown on the report page next to that model's numbers, in every setting's leaderboard
     page = (root / "reports/index.html").read_text(encoding="utf-8")
@@ -330,7 +331,7 @@ def test_a_served_model_other_than_the_requested_one_is_recorded_and_said(answer
     ours = "".join(re.findall(r'<table class="leaderboard">(.*?)</table>', section))  # not the published apart
     rows = re.findall(r"<tr><td>\d+</td><td>(.*?)</td>", ours)
     tag = f'<span class="tag wrong served">served as {SERVED} (48 of 48 calls)</span>'
-    assert rows == [f"{MODEL} {tag}"] * 3
+    assert rows == [f"{MODEL} {tag}"] * 4  # the three settings' leaderboards and the video variant's
 
 
 def closed_port_url() -> str:

@@ -66,7 +66,10 @@ def video_tokens(frames: int, width: int, height: int) -> int:
     """Prompt tokens of one video clip sent as a ``video_url`` part to a Qwen2-VL / Qwen2.5-VL class model (the video
     models vLLM serves): each frame resized to multiples of 28 px (at least one), one token per 28 x 28 px patch of
     each pair of frames (temporal patch 2): ``ceil(frames / 2) * ceil(height / 28) * ceil(width / 28)``. An endpoint
-    that samples the clip's frames again counts fewer: an upper bound there; the reply's ``usage`` is the measure."""
+    that samples the clip's frames again counts fewer: an upper bound there; the reply's ``usage`` is the measure.
+    The constants are the models' published ``vision_config`` (config.json of Qwen/Qwen2-VL-*-Instruct and
+    Qwen2.5-VL: ``patch_size`` 14, ``spatial_merge_size`` 2, ``temporal_patch_size`` 2); the processor rounds each
+    side to the nearest multiple of 28, so ``ceil`` bounds it from above by at most one patch row and column."""
     patches = max(1, math.ceil(height / VIDEO_PATCH_PX)) * max(1, math.ceil(width / VIDEO_PATCH_PX))
     return math.ceil(max(1, frames) / VIDEO_TEMPORAL_PATCH) * patches
 

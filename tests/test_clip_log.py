@@ -20,7 +20,7 @@ from openai_server import KeyedPolicy, OpenAIServer, last_user_text
 
 from egoeval.backends import ChatRequest, Decoding, ImagePart, Message, TextPart, request_key
 from egoeval.egonormia.artifacts import CLIP_LOGS, ITEMS, PREDICTIONS, RESPONSES, clip_log_name
-from egoeval.egonormia.clip_log import MAX_SHOWN_CHARS, clip_log, load_sources
+from egoeval.egonormia.clip_log import MAX_SHOWN_CHARS, clip_log, format_html, format_text, load_sources
 from egoeval.egonormia.settings import EgoNormiaSettings
 from egoeval.settings import benchmark_settings
 
@@ -103,6 +103,11 @@ def test_show_gives_a_clips_messages_replies_parsed_answers_and_gold_as_recorded
         assert frames and all(
             len(files) == 8 and files == sorted(files) and all(f.startswith(folder) for f in files) for files in named
         ), named
+        # a native variant's clip is shown as a video part, by file, size and hash, in the terminal and on the page
+        part = next(p for m in frames[0]["messages"] for p in m["content"] if p["type"] == "image")
+        part["type"] = "video"
+        assert f"[video {part['file']}, " in format_text(log)
+        assert f"[video <code>{part['file']}</code>" in format_html(log)
 
     clip = items["id"].iloc[0]
     text = show(reproduced, clip, "--setting", "video", "--model", "chance")

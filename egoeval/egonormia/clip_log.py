@@ -438,9 +438,9 @@ def format_text(log: dict[str, Any]) -> str:
             for message in call["messages"] or []:
                 lines.append(f"   [{_plain(message['role'])}]")
                 for part in message["content"]:
-                    if part["type"] == "image":
+                    if part["type"] in ("image", "video"):
                         lines.append(
-                            f"    [image {part['file'] or '(built from the clip)'}, {part['bytes']:,} bytes, "
+                            f"    [{part['type']} {part['file'] or '(built from the clip)'}, {part['bytes']:,} bytes, "
                             f"sha256 {part['sha256']}]"
                         )
                     else:
@@ -561,9 +561,9 @@ def format_html(log: dict[str, Any], report: str = "../index.html") -> str:
             for message in call["messages"] or []:
                 texts = []
                 for item in message["content"]:
-                    if item["type"] == "image":
+                    if item["type"] in ("image", "video"):
                         texts.append(
-                            f"<p>[image <code>{esc(item['file'] or '(built from the clip)')}</code>, "
+                            f"<p>[{item['type']} <code>{esc(item['file'] or '(built from the clip)')}</code>, "
                             f"{item['bytes']:,} bytes, sha256 <code>{esc(item['sha256'])}</code>]</p>"
                         )
                     else:

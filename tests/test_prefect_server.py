@@ -9,6 +9,7 @@ The project the worker runs is the small toy DVC pipeline of test_flows.py (the 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -78,6 +79,23 @@ def prefect_env(tmp_path: Path) -> Iterator[dict[str, str]]:
         os.kill(pid, signal.SIGKILL)
 
 
+@contextlib.contextmanager
+def serving_the_deployment(env: dict[str, str], root: Path, tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
+    """`prefect server start` as the user guide runs it (log in ``tmp_path``), the work pool created and the nightly
+    deployment of ``root`` registered on it (`python -m flows.nightly --work-pool`); yields the server process."""
+    port = env["PREFECT_API_URL"].split(":")[-1].split("/")[0]
+    server_log = tmp_path / "server.log"
+    server = start(env, server_log, "server", "start", "--host", "127.0.0.1", "--port", port, "--analytics-off")
+    with running(server, server_log):
+        wait_healthy(env, server, server_log)
+        created = prefect(env, "work-pool", "create", POOL, "--type", "process")
+        assert created.returncode == 0, created.stdout + created.stderr
+        command = [sys.executable, "-m", "flows.nightly", "--work-pool", POOL, "--root", str(root)]
+        deployed = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, check=False)
+        assert deployed.returncode == 0, deployed.stdout + deployed.stderr
+        yield server
+
+
 def test_a_worker_runs_the_nightly_deployment_triggered_through_the_api(
     prefect_env: dict[str, str], tmp_path: Path
 ) -> None:
@@ -89,17 +107,8 @@ def test_a_worker_runs_the_nightly_deployment_triggered_through_the_api(
 
     env = prefect_env
     root = toy_project(tmp_path / "toy")
-    port = env["PREFECT_API_URL"].split(":")[-1].split("/")[0]
-    server_log, worker_log = tmp_path / "server.log", tmp_path / "worker.log"
-    server = start(env, server_log, "server", "start", "--host", "127.0.0.1", "--port", port, "--analytics-off")
-    with running(server, server_log):
-        wait_healthy(env, server, server_log)
-        created = prefect(env, "work-pool", "create", POOL, "--type", "process")
-        assert created.returncode == 0, created.stdout + created.stderr
-        command = [sys.executable, "-m", "flows.nightly", "--work-pool", POOL, "--root", str(root)]
-        deployed = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, check=False)
-        assert deployed.returncode == 0, deployed.stdout + deployed.stderr
-
+    worker_log = tmp_path / "worker.log"
+    with serving_the_deployment(env, root, tmp_path):
         settings = {PREFECT_API_URL: env["PREFECT_API_URL"], PREFECT_HOME: env["PREFECT_HOME"]}
         with temporary_settings(settings), get_client(sync_client=True) as client:
             deployment = client.read_deployment_by_name(DEPLOYMENT)
@@ -158,17 +167,8 @@ def test_a_worker_stops_within_seconds_on_sigterm_or_ctrl_c_and_takes_its_runs_s
     step = root / "src/step.py"
     step.write_text(step.read_text().replace('if step == "prepare":', SLOW_PREPARE))
     subprocess.run(["git", "add", "-A"], cwd=root, check=True)
-    port = env["PREFECT_API_URL"].split(":")[-1].split("/")[0]
-    server_log = tmp_path / "server.log"
-    server = start(env, server_log, "server", "start", "--host", "127.0.0.1", "--port", port, "--analytics-off")
     marker = f"PREFECT_HOME={env['PREFECT_HOME']}"
-    with running(server, server_log):
-        wait_healthy(env, server, server_log)
-        created = prefect(env, "work-pool", "create", POOL, "--type", "process")
-        assert created.returncode == 0, created.stdout + created.stderr
-        command = [sys.executable, "-m", "flows.nightly", "--work-pool", POOL, "--root", str(root)]
-        deployed = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, check=False)
-        assert deployed.returncode == 0, deployed.stdout + deployed.stderr
+    with serving_the_deployment(env, root, tmp_path) as server:
         for how in ("kill", "ctrl-c"):  # SIGTERM to the worker alone; SIGINT to its process group (a terminal)
             (root / "runs.log").unlink(missing_ok=True)
             worker_log = tmp_path / f"worker-{how}.log"

@@ -262,14 +262,21 @@ def test_an_interrupted_infer_stage_stops_at_once_and_says_what_it_kept(workspac
             start_new_session=True,  # a terminal's Ctrl-C reaches the whole foreground group: so does this one
         )
         wait_for(lambda: len(server.requests) >= 8, "model calls in flight")
+        table = processes()  # the stage's Python (not the shell DVC runs it through, nor a pool's workers)
+        stages = [
+            pid
+            for pid in descendants(run.pid, table)
+            if table[pid][1].split(" ")[1:3] == ["-m", "stages.egonormia.infer"]
+        ]
+        assert stages and all(catches(pid, signum) for pid in stages), f"{stages}: the stage does not catch {signum}"
         os.killpg(run.pid, signum)
         started = time.monotonic()
         _, err = run.communicate(timeout=120)
         stopped = time.monotonic() - started
         sent = len(server.requests)
         time.sleep(2 * server.latency_s)  # the conversations in flight went no further
-        assert len(server.requests) == sent
-    assert stopped < 10, f"took {stopped:.1f} s to stop"
+        assert len(server.requests) == sent, err[-3000:]
+    assert stopped < 10, f"took {stopped:.1f} s to stop: {err[-3000:]}"
     # Ctrl-C: DVC waits for the stage's command and reports its status; SIGTERM ends DVC at once, the stage just after.
     # DVC runs the command through $SHELL -c (/bin/sh without SHELL): bash execs it, so DVC sees the stage's own 130;
     # dash forks, and itself dies of the SIGINT (-2) while the stage says what it kept and exits
@@ -278,7 +285,9 @@ def test_an_interrupted_infer_stage_stops_at_once_and_says_what_it_kept(workspac
     else:
         assert run.returncode == -signum, err
     assert "Traceback" not in err, err[-2000:]
-    (line,) = [line for line in err.splitlines() if line.startswith("error: interrupted")]
+    lines = [line for line in err.splitlines() if line.startswith("error: interrupted")]
+    assert len(lines) == 1, err[-3000:]
+    (line,) = lines
     assert f"interrupted by {signal.Signals(signum).name}" in line and "kept the last good outputs" in line
     new = {key: value for key, value in cached_answers(workspace).items() if key not in answers}
     assert f"{len(new)} new model answers in {CACHE}" in line and 0 < len(new) < sent
@@ -310,6 +319,16 @@ def descendants(pid: int, table: dict[int, tuple[int, str]] | None = None) -> se
                 found.add(child)
                 todo.append(child)
     return found
+
+
+def catches(pid: int, signum: int) -> bool:
+    """Whether ``pid`` has a handler for ``signum`` (the SigCgt mask of /proc/PID/status)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    (mask,) = [line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")]
+    return bool(int(mask, 16) >> (signum - 1) & 1)
 
 
 def alive(pid: int) -> bool:

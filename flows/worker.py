@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 STOP_TIMEOUT_S = 2.0  # the most the worker's loops and its flow runs' processes get to stop
 API_TIMEOUT_S = 1.0  # each Prefect API call made while stopping
+DRAIN_TIMEOUT_S = 0.5  # the most the worker's last events, and its last logs, wait for the API
 IN_FLIGHT_STATES = ("PENDING", "RUNNING", "CANCELLING")
 NO_SERVER = (
     "worker: no Prefect server: start one (`prefect server start`) and point at it "
@@ -71,13 +72,14 @@ def main(argv: list[str] | None = None) -> int:
                 heartbeat_interval_seconds=int(PREFECT_WORKER_HEARTBEAT_SECONDS.value()),
             )
             signum, in_flight = asyncio.run(work(worker, args.pool))
+            ignore_signals()  # the closed loop put back Python's: a second Ctrl-C would be a traceback
+            drain_prefect()
     except Interrupted as stop:  # before the worker started: nothing can be in flight
         signum, in_flight = stop.signum, "no run in flight"
     except Exception as error:  # the worker ended by itself (e.g. a pool of another type)
         print(f"worker: stopped: {type(error).__name__}: {error}", file=sys.stderr)
         return 1
-    for ignored in (signal.SIGTERM, signal.SIGINT):  # a second Ctrl-C does not cut the line short
-        signal.signal(ignored, signal.SIG_IGN)
+    ignore_signals()
     name = signal.Signals(signum).name
     print(f"worker: stopped by {name} after {time.monotonic() - started:.0f} s; {in_flight}", file=sys.stderr)
     return 128 + signum
@@ -104,6 +106,21 @@ async def work(worker: ProcessWorker, pool: str) -> tuple[int, str]:
         await asyncio.wait([working], timeout=STOP_TIMEOUT_S)
     signum = signalled.result()
     return signum, await mark_crashed(runs, f"its worker was stopped by {signal.Signals(signum).name}")
+
+
+def ignore_signals() -> None:
+    """SIGTERM and SIGINT ignored from here on: a second Ctrl-C does not cut the stop short."""
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, signal.SIG_IGN)
+
+
+def drain_prefect() -> None:
+    """Send the worker's last events and logs to the API, within ``DRAIN_TIMEOUT_S`` each."""
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    APILogWorker.drain_all(timeout=DRAIN_TIMEOUT_S, at_exit=False)
+    EventsWorker.drain_all(timeout=DRAIN_TIMEOUT_S, at_exit=False)
 
 
 async def runs_in_flight(worker: ProcessWorker, pool: str) -> list[FlowRun] | None:
@@ -174,4 +191,7 @@ def children() -> list[int]:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    status = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)  # not Prefect's exit hooks: they would drain again, waiting on an API that may be gone

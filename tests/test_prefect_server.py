@@ -311,3 +311,24 @@ def test_the_worker_without_a_prefect_server_says_how_to_start_one(tmp_path: Pat
         WORKER, env=nightly_env(tmp_path / "prefect-home"), capture_output=True, text=True, timeout=120, check=False
     )
     assert (alone.returncode, alone.stderr) == (2, NO_SERVER + "\n")
+
+
+@pytest.mark.bad_input
+def test_a_worker_whose_prefect_server_is_gone_still_stops_with_one_line(tmp_path: Path) -> None:
+    """PREFECT_API_URL names a port nobody listens on: the worker starts and keeps retrying as Prefect's does;
+    SIGTERM still stops it within 5 s with one line saying the runs in flight are unknown, and none of Prefect's
+    exit-time complaints about the unreachable API after it."""
+    env = nightly_env(tmp_path / "prefect-home", PREFECT_API_URL=f"http://127.0.0.1:{free_port()}/api")
+    out, err = tmp_path / "worker.out", tmp_path / "worker.err"
+    with open(out, "w") as stdout, open(err, "w") as stderr:
+        process = subprocess.Popen(WORKER, env=env, stdout=stdout, stderr=stderr, start_new_session=True, text=True)
+    with running(process, err):
+        worker = Worker(process, out, err)
+        deadline = time.monotonic() + 120
+        while "started!" not in out.read_text():
+            assert process.poll() is None and time.monotonic() < deadline, worker.told()
+            time.sleep(POLL_S)
+        assert "Unable to reach the Prefect API" in err.read_text()  # Prefect's own logs while it runs
+        stopped_s, after_out, after_err = worker.stop(signal.SIGTERM, group=False)
+    assert_one_line(signal.SIGTERM, stopped_s, after_out, after_err, r"its runs in flight unknown \(.*\)")
+    assert process.returncode == 128 + signal.SIGTERM

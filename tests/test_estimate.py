@@ -91,7 +91,7 @@ def random_shapes(rng: np.random.Generator, n: int, largest: int) -> list[tuple[
 
 
 def test_qwen2_vl_image_tokens_equal_transformers_image_processor() -> None:
-    shapes = QWEN_SHAPES + random_shapes(np.random.default_rng(31), 20, 2500)
+    shapes = QWEN_SHAPES + random_shapes(np.random.default_rng(31), 24, 1200)
     ours = [qwen2_vl_image_tokens(width, height) for width, height in shapes]
     assert ours == [qwen2_vl_oracle.image_tokens(width, height) for width, height in shapes]
     # worked by hand: 640 x 360 -> 644 x 364 px, 23 x 13 tokens; 1 x 1 -> 56 x 56 (min_pixels), 2 x 2
@@ -117,7 +117,7 @@ def test_video_tokens_equal_transformers_video_processor(frames: int, size: tupl
 
 def test_video_tokens_equal_the_video_processor_on_random_and_huge_clips() -> None:
     rng = np.random.default_rng(32)
-    clips = [(int(rng.integers(1, VLLM_VIDEO_FRAMES + 1)), *shape) for shape in random_shapes(rng, 12, 700)]
+    clips = [(int(rng.integers(1, VLLM_VIDEO_FRAMES + 1)), *shape) for shape in random_shapes(rng, 12, 500)]
     clips += [(2, 4000, 3300), (1, 8000, 360), (VLLM_VIDEO_FRAMES, 64, 48)]
     for frames, width, height in clips:
         tokens = qwen2_vl_oracle.video_tokens(np.zeros((frames, height, width, 3), np.uint8))

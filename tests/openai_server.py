@@ -5,12 +5,12 @@ from here; ``python tests/openai_server.py`` serves in the foreground).
 latency, a scripted answer policy (``PositionPolicy`` answers by position alone, e.g. always option k;
 ``KeyedPolicy`` answers EgoNormia questions correctly from an answer key by reading the displayed options back out
 of the prompt; a policy returns the reply text, a ``Served`` reply with a refusal field or a finish reason beside
-its content, or raises ``Fault``; a completion reports ``usage``, ``prompt_usage``), and fault injection: by
-schedule (the n-th request overall), per distinct request (its first k attempts) or at random by fraction. Replies
-name the requested model as served unless ``served_model`` says otherwise; ``echo_auth`` starts every completion
-with the request's Authorization header, as a careless proxy might. It records every request (headers and JSON
-body: several ``image_url`` parts in one message, and ``video_url`` parts as vLLM accepts them) and the peak number of
-requests in flight.
+its content, or raises ``Fault``; a completion reports ``usage``, ``prompt_usage``, its images counted by the
+server's ``token_rule``), and fault injection: by schedule (the n-th request overall), per distinct request (its
+first k attempts) or at random by fraction. Replies name the requested model as served unless ``served_model`` says
+otherwise; ``echo_auth`` starts every completion with the request's Authorization header, as a careless proxy might.
+It records every request (headers and JSON body: several ``image_url`` parts in one message, and ``video_url`` parts
+as vLLM accepts them) and the peak number of requests in flight.
 
 It also offers the OpenAI Batch API (``POST /v1/files``, ``POST /v1/batches``, ``GET /v1/batches[/{id}]``,
 ``GET /v1/files/{id}/content``): each line of a batch is answered as the same request sent online would be (the
@@ -231,9 +231,11 @@ class OpenAIServer:
         batch_rewrite: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
         results_rewrite: Callable[[list[dict[str, Any]]], list[Any]] | None = None,
         forget_batches: bool = False,
+        token_rule: str = "openai",
     ) -> None:
         """``schedule[n]`` is the fault of the n-th request overall; ``per_request[k]`` the fault of the k-th
-        attempt of each distinct request body; otherwise a fault from ``fault_kinds`` with ``fault_rate``."""
+        attempt of each distinct request body; otherwise a fault from ``fault_kinds`` with ``fault_rate``.
+        ``token_rule`` is how its ``usage`` counts an image (``egoeval.egonormia.estimate.IMAGE_RULES``)."""
         for fault in [*schedule, *per_request, *fault_kinds]:
             if fault is not None and fault not in FAULTS:
                 raise ValueError(f"unknown fault {fault!r}; known: {FAULTS}")
@@ -253,6 +255,7 @@ class OpenAIServer:
         self.batch_rewrite = batch_rewrite
         self.results_rewrite = results_rewrite
         self.forget_batches = forget_batches
+        self.token_rule = token_rule
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
         self.batches_created = 0
@@ -436,23 +439,24 @@ def _batch_reply(server: OpenAIServer, fault: str | None, body: dict[str, Any]) 
         except Fault as chosen:
             fault = chosen.kind
         else:
-            return 200, _completion(model, reply if isinstance(reply, Served) else Served(reply), prompt_usage(body))
+            served = reply if isinstance(reply, Served) else Served(reply)
+            return 200, _completion(model, served, prompt_usage(body, server.token_rule))
     if fault == "refusal":
-        return 200, _completion(model, Served(None, "I cannot help with that."), prompt_usage(body))
+        return 200, _completion(model, Served(None, "I cannot help with that."), prompt_usage(body, server.token_rule))
     status = int(fault) if fault.isdigit() else 500
     return status, {"error": {"message": f"injected {fault}"}}
 
 
-def prompt_usage(body: Mapping[str, Any]) -> int:
-    """The prompt tokens this server reports: text at 4 characters a token, each image by OpenAI's rule for the
-    gpt-4o class, each ``video_url`` clip by Qwen2-VL's (``egoeval.egonormia.estimate``), as an endpoint's ``usage``
-    counts them."""
+def prompt_usage(body: Mapping[str, Any], rule: str = "openai") -> int:
+    """The prompt tokens this server reports: text at 4 characters a token, each image by ``rule`` (OpenAI's for
+    the gpt-4o class, or Qwen2-VL's image processor), each ``video_url`` clip as vLLM feeds it to Qwen2-VL
+    (``egoeval.egonormia.estimate``), as an endpoint's ``usage`` counts them."""
     import base64
     import io
 
     from PIL import Image
 
-    from egoeval.egonormia.estimate import CHARS_PER_TOKEN, image_tokens, video_tokens
+    from egoeval.egonormia.estimate import CHARS_PER_TOKEN, IMAGE_RULES, video_tokens
     from egoeval.video import mp4_shape
 
     chars, tokens = 0, 0
@@ -464,7 +468,7 @@ def prompt_usage(body: Mapping[str, Any]) -> int:
             elif part.get("type") == "image_url":
                 data = base64.b64decode(part["image_url"]["url"].split(",", 1)[1])
                 with Image.open(io.BytesIO(data)) as image:
-                    tokens += image_tokens(*image.size)
+                    tokens += IMAGE_RULES[rule](*image.size)
             elif part.get("type") == "video_url":  # vLLM's video content part: a data URL of an MP4
                 tokens += video_tokens(*mp4_shape(base64.b64decode(part["video_url"]["url"].split(",", 1)[1])))
     return tokens + -(-chars // CHARS_PER_TOKEN)
@@ -584,7 +588,7 @@ def _make_handler(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
                 echoed = f"Called with {self.headers.get('Authorization')}.\n{served.content}"
                 served = Served(echoed, served.refusal, served.finish_reason)
             model = server.served_model or str(body.get("model"))
-            self._send(200, json.dumps(_completion(model, served, prompt_usage(body))).encode())
+            self._send(200, json.dumps(_completion(model, served, prompt_usage(body, server.token_rule))).encode())
 
         def _write(self, data: bytes) -> None:
             self.wfile.write(data)

@@ -11,11 +11,14 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import get_args
 
+import numpy as np
 import pytest
+import qwen2_vl_oracle
 import yaml
 from conftest import dvc, tool_env, write_params
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from openai_server import OpenAIServer, prompt_usage
 from PIL import Image
@@ -23,9 +26,17 @@ from PIL import Image
 from egoeval.backends.base import ChatRequest, Decoding, ImagePart, Message, TextPart
 from egoeval.backends.client import ModelClient, token_cost
 from egoeval.cache import ResponseCache
-from egoeval.egonormia.estimate import image_tokens, rule_prompt_tokens
+from egoeval.cli import main as egoeval_main
+from egoeval.egonormia.estimate import (
+    IMAGE_RULES,
+    VLLM_VIDEO_FRAMES,
+    image_tokens,
+    qwen2_vl_image_tokens,
+    rule_prompt_tokens,
+    video_tokens,
+)
 from egoeval.egonormia.inference import LEDGER_FILE
-from egoeval.egonormia.settings import ModelSpec
+from egoeval.egonormia.settings import ModelSpec, TokenRule
 
 KEY_ENV = "EGOEVAL_ESTIMATE_TEST_KEY"
 
@@ -45,17 +56,108 @@ def test_image_tokens_are_bounded_as_the_rule_says(width: int, height: int) -> N
     assert 85 + 170 <= image_tokens(width, height) <= 85 + 170 * 8
 
 
+def test_every_token_rule_params_allow_has_its_image_rule() -> None:
+    assert set(IMAGE_RULES) == set(get_args(TokenRule)) == {"openai", "qwen2_vl"}
+
+
+# (width, height): tiny (scaled up to min_pixels), odd, sides on a half multiple of 28 (42 = 1.5 x 28, 70 = 2.5 x 28:
+# rounded half to even), the strip's shapes, portrait, full HD, and huge (over max_pixels: scaled down)
+QWEN_SHAPES = [
+    (1, 1),
+    (3, 5),
+    (10, 10),
+    (27, 29),
+    (42, 70),
+    (70, 42),
+    (56, 56),
+    (641, 359),
+    (360, 640),
+    (8000, 360),
+    (1080, 1920),
+    (1920, 1080),
+    (4000, 3300),
+    (3584, 3584),
+]
+
+
+def random_shapes(rng: np.random.Generator, n: int, largest: int) -> list[tuple[int, int]]:
+    """``n`` (width, height) pairs up to ``largest`` px a side, the side ratio at most 200 (the processor's limit)."""
+    shapes: list[tuple[int, int]] = []
+    while len(shapes) < n:
+        width, height = (int(x) for x in rng.integers(1, largest + 1, size=2))
+        if max(width, height) / min(width, height) <= 200:
+            shapes.append((width, height))
+    return shapes
+
+
+def test_qwen2_vl_image_tokens_equal_transformers_image_processor() -> None:
+    shapes = QWEN_SHAPES + random_shapes(np.random.default_rng(31), 24, 1200)
+    ours = [qwen2_vl_image_tokens(width, height) for width, height in shapes]
+    assert ours == [qwen2_vl_oracle.image_tokens(width, height) for width, height in shapes]
+    # worked by hand: 640 x 360 -> 644 x 364 px, 23 x 13 tokens; 1 x 1 -> 56 x 56 (min_pixels), 2 x 2
+    assert (ours[QWEN_SHAPES.index((360, 640))], qwen2_vl_image_tokens(640, 360), ours[0]) == (13 * 23, 23 * 13, 4)
+
+
+@given(st.integers(1, 20000), st.integers(1, 20000))
+def test_qwen2_vl_image_tokens_lie_between_the_pixel_bounds(width: int, height: int) -> None:
+    # min_pixels 3136 and max_pixels 12,845,056 are 4 and 16,384 tokens of 28 x 28 px
+    assume(max(width, height) / min(width, height) <= 200)  # the processor refuses a longer side ratio
+    assert 4 <= qwen2_vl_image_tokens(width, height) <= 16_384
+
+
+@pytest.mark.parametrize("frames", [1, 2, 3, 5, 8, 9])
+@pytest.mark.parametrize("size", [(1, 1), (27, 29), (70, 42), (360, 640), (641, 359), (1920, 1080)])
+def test_video_tokens_equal_transformers_video_processor(frames: int, size: tuple[int, int]) -> None:
+    """A clip of up to 32 frames reaches the processor whole (vLLM's loader takes every frame of a short clip); odd
+    counts are padded with the last frame to a multiple of temporal_patch_size 2."""
+    width, height = size
+    pixels = np.zeros((frames, height, width, 3), np.uint8)
+    assert video_tokens(frames, width, height) == qwen2_vl_oracle.video_tokens(pixels)
+
+
+def test_video_tokens_equal_the_video_processor_on_random_and_huge_clips() -> None:
+    rng = np.random.default_rng(32)
+    clips = [(int(rng.integers(1, VLLM_VIDEO_FRAMES + 1)), *shape) for shape in random_shapes(rng, 12, 500)]
+    clips += [(2, 4000, 3300), (1, 8000, 360), (VLLM_VIDEO_FRAMES, 64, 48)]
+    for frames, width, height in clips:
+        tokens = qwen2_vl_oracle.video_tokens(np.zeros((frames, height, width, 3), np.uint8))
+        assert video_tokens(frames, width, height) == tokens, (frames, width, height)
+
+
+def test_a_longer_clip_counts_the_frames_vllm_samples() -> None:
+    """vLLM's default loader hands the processor 32 of a longer clip's frames (VideoMediaIO num_frames): 45 frames
+    cost what 32 do, 16 frame pairs (not ceil(45 / 2) = 23)."""
+    sampled = qwen2_vl_oracle.video_tokens(np.zeros((VLLM_VIDEO_FRAMES, 360, 640, 3), np.uint8))
+    assert video_tokens(45, 640, 360) == video_tokens(VLLM_VIDEO_FRAMES, 640, 360) == sampled == 16 * 13 * 23
+
+
+@pytest.mark.bad_input
+def test_an_unknown_token_rule_is_refused_naming_the_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_params(tmp_path, {"egonormia": {"model": {"token_rule": "gemini"}}})
+    code = egoeval_main(["check-params", str(tmp_path / "params.yaml")])
+    err = capsys.readouterr().err
+    assert code == 2 and "egonormia.model.token_rule" in err and "'openai' or 'qwen2_vl'" in err, err
+    assert "Traceback" not in err
+
+
 def jpeg(width: int, height: int) -> bytes:
     out = io.BytesIO()
     Image.new("RGB", (width, height), (90, 30, 10)).save(out, "JPEG")
     return out.getvalue()
 
 
-def test_the_ledger_counts_calls_hits_retries_usage_and_cost(tmp_path: Path, monkeypatch) -> None:
+# a 1024 px square: gpt-4o's 4 tiles (OpenAI's worked example); Qwen2-VL's 37 x 37 tokens (1024 / 28 = 36.6 -> 37)
+@pytest.mark.parametrize(("rule", "image"), [("openai", 765), ("qwen2_vl", 37 * 37)])
+def test_the_ledger_counts_calls_hits_retries_usage_and_cost(
+    tmp_path: Path, monkeypatch, rule: str, image: int
+) -> None:
     monkeypatch.setenv(KEY_ENV, "sk-estimate")
     text = "Which action is normative? 1. wave 2. bow"
     request = ChatRequest((Message("user", (TextPart(text), ImagePart(jpeg(1024, 1024)))),), Decoding(0.0, 1024))
-    with OpenAIServer(per_request=["503"]) as server, ResponseCache(tmp_path / "c.sqlite") as cache:
+    with (
+        OpenAIServer(per_request=["503"], token_rule=rule) as server,
+        ResponseCache(tmp_path / "c.sqlite") as cache,
+    ):
         spec = ModelSpec(
             backend="openai",
             name="m",
@@ -71,8 +173,8 @@ def test_the_ledger_counts_calls_hits_retries_usage_and_cost(tmp_path: Path, mon
         sent = [r.body for r in server.requests]
     assert first.error == "" and again.response == first.response
     assert len(sent) == 2 and ledger["calls"] == 1 and ledger["cache_hits"] == 1 and ledger["retries"] == 1
-    prompt = math.ceil(len(text) / 4) + 765
-    assert ledger["prompt_tokens"] == prompt == prompt_usage(sent[-1]) == rule_prompt_tokens(request)
+    prompt = math.ceil(len(text) / 4) + image
+    assert ledger["prompt_tokens"] == prompt == prompt_usage(sent[-1], rule) == rule_prompt_tokens(request, rule)
     completion = math.ceil(len(first.response) / 4)
     assert ledger["completion_tokens"] == completion
     assert ledger["cost_usd"] == pytest.approx((prompt * 2.5 + completion * 10.0) / 1e6)

@@ -105,6 +105,7 @@ def model_spec(server: OpenAIServer, **extra: Any) -> dict[str, Any]:
         "batch_deadline_s": 86400,
         "batch_max_requests": 50000,
         "video_input": False,
+        "token_rule": "openai",
         **extra,
     }
 

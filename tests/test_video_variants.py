@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+import qwen2_vl_oracle
 from conftest import write_params, write_test_video
 from openai_server import KeyedPolicy, OpenAIServer, prompt_usage
 from test_infer import KEY_ENV, make_items, model_spec
@@ -146,14 +147,15 @@ def workspace(root: Path, model: dict[str, Any], n: int = 3) -> dict[str, Any]:
     return write_params(root, {"egonormia": changes})["egonormia"]
 
 
-def test_every_variant_end_to_end_through_the_loopback_endpoint(tmp_path: Path, monkeypatch) -> None:
+@pytest.mark.parametrize("rule", ["openai", "qwen2_vl"])
+def test_every_variant_end_to_end_through_the_loopback_endpoint(tmp_path: Path, monkeypatch, rule: str) -> None:
     """The frames stage renders each variant; the loopback endpoint receives and records the multi-image and video
-    parts; the estimate before the run counts exactly the run's calls and tokens; a rerun comes from the cache; the
-    Batch API asks the same for the frames variant."""
+    parts; the estimate before the run counts exactly the run's calls and tokens, the endpoint counting images by
+    either token rule (the model entry's token_rule says which); a rerun comes from the cache."""
     monkeypatch.setenv(KEY_ENV, "sk-variants")
     monkeypatch.chdir(tmp_path)
-    with OpenAIServer(policy=KeyedPolicy.from_items(make_items(3))) as server:
-        spec = model_spec(server, video_input=True, price={"input": 1.0, "output": 2.0})
+    with OpenAIServer(policy=KeyedPolicy.from_items(make_items(3)), token_rule=rule) as server:
+        spec = model_spec(server, video_input=True, token_rule=rule, price={"input": 1.0, "output": 2.0})
         settings = EgoNormiaSettings.model_validate(workspace(tmp_path, spec))
         write_frames(settings.frames)
         predicted = {row["setting"]: row for row in estimate(settings, tmp_path)}
@@ -183,17 +185,21 @@ def test_every_variant_end_to_end_through_the_loopback_endpoint(tmp_path: Path, 
         assert len(bodies) == len(answered) == predicted[setting]["calls"] == predicted[setting]["new"] > 0
         # every image and clip by the endpoint's rule; the text differs only where a justification call quotes the
         # behaviour the estimate's stand-in reply chose (a few characters)
-        assert abs(predicted[setting]["prompt_tokens"] - sum(map(prompt_usage, bodies))) <= 2 * len(bodies)
+        reported = sum(prompt_usage(body, rule) for body in bodies)
+        assert abs(predicted[setting]["prompt_tokens"] - reported) <= 2 * len(bodies)
         # the metrics' ledger: each variant's own calls and the tokens the endpoint reported for them
         assert ledgers[setting, "keyed-vlm"]["calls"] == len(bodies)
-        assert ledgers[setting, "keyed-vlm"]["prompt_tokens"] == sum(map(prompt_usage, bodies))
+        assert ledgers[setting, "keyed-vlm"]["prompt_tokens"] == reported
     frames_body = by_parts["video:frames4"][0]["messages"][0]["content"]
     stamps = [part["text"] for part in frames_body[0:8:2]]
     assert stamps[0] == "Frame 1 of 4, at 0.00 s:" and stamps[-1].startswith("Frame 4 of 4, at ")
     clip = base64.b64decode(by_parts["video:native"][0]["messages"][0]["content"][0]["video_url"]["url"].split(",")[1])
     frames, width, height = mp4_shape(clip)
     assert height == 32 and frames in (5, 10)  # 1 s or 2 s re-encoded at 5 fps, 32 px high
-    assert prompt_usage(by_parts["video:native"][0]) >= video_tokens(frames, width, height)
+    (tmp_path / "sent.mp4").write_bytes(clip)
+    decoded = qwen2_vl_oracle.opencv_frames(tmp_path / "sent.mp4")  # what vLLM hands the processor: every frame
+    assert decoded.shape == (frames, height, width, 3)
+    assert video_tokens(frames, width, height) == qwen2_vl_oracle.video_tokens(decoded)
     written = (tmp_path / "data/egonormia/frames/frames4/index.parquet", tmp_path / "data/egonormia/frames/native")
     assert written[0].is_file() and written[1].is_dir() and not (tmp_path / RESPONSES).exists()
 

@@ -10,9 +10,11 @@ bound.
 
 Tokens of a new call: its prompt tokens are the mean the endpoint reported (``usage``, kept in the cache's meta)
 for the cached calls of the same model, setting and question; without any, the prompt's text at 4 characters a
-token (OpenAI's rule of thumb for English) plus each image by OpenAI's rule for the gpt-4o class at detail
-``auto``/``high`` (``image_tokens``: a ``frames`` variant's every image, so eight frames cost eight times one) and
-each clip of the ``native`` variant by Qwen2-VL's rule for video (``video_tokens``: the video models vLLM serves).
+token (OpenAI's rule of thumb for English) plus each image by the rule the model entry's ``token_rule`` names
+(``IMAGE_RULES``: ``openai``, the default, OpenAI's for the gpt-4o class at detail ``auto``/``high``,
+``image_tokens``; ``qwen2_vl``, Qwen2-VL's image processor, ``qwen2_vl_image_tokens``), a ``frames`` variant's every
+image (eight frames cost eight times one), and each clip of the ``native`` variant as vLLM feeds it to Qwen2-VL
+(``video_tokens``: the frames its loader samples, each resized as the processor does).
 Every video variant is its own setting row (``video``, ``video:frames8``, ``video:native``), so a user sees what
 each costs against the strip before a run. Its completion tokens are the mean reported for those cached calls, else the
 ``max_tokens`` the request itself asks for, as the protocol sends it (the official protocol's 2000, whatever
@@ -32,6 +34,7 @@ import io
 import math
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,23 +62,76 @@ def image_tokens(width: int, height: int) -> int:
     return BASE_TOKENS + TILE_TOKENS * math.ceil(width / TILE_PX) * math.ceil(height / TILE_PX)
 
 
-VIDEO_PATCH_PX, VIDEO_TEMPORAL_PATCH = 28, 2  # Qwen2-VL / Qwen2.5-VL: 14 px patches merged 2 x 2, 2 frames deep
+# Qwen2-VL and Qwen2.5-VL (token_rule qwen2_vl; a clip under either rule): the models' preprocessor_config.json
+# (huggingface.co/Qwen/Qwen2-VL-7B-Instruct/blob/main/preprocessor_config.json, the same values in every
+# Qwen2-VL-*-Instruct and Qwen2.5-VL-*-Instruct), which transformers' image processor reads and, those repositories
+# having no video_preprocessor_config.json, its video processor too (transformers/video_processing_utils.py)
+QWEN_PATCH_PX = 14  # patch_size
+QWEN_MERGE = 2  # merge_size: 2 x 2 patches make one token
+QWEN_TEMPORAL_PATCH = 2  # temporal_patch_size: 2 frames deep
+QWEN_MIN_PIXELS = 3136  # min_pixels (56 x 56): an image or frame with fewer is scaled up
+QWEN_MAX_PIXELS = 12_845_056  # max_pixels (28 x 28 x 16,384): one with more is scaled down
+VLLM_VIDEO_FRAMES = 32  # vLLM's VideoMediaIO num_frames: the most frames of a video_url clip its loader hands on
+
+
+def qwen2_vl_size(width: int, height: int) -> tuple[int, int]:
+    """(width, height) Qwen2-VL's processors resize an image or a video frame to (transformers' ``smart_resize``,
+    factor 28): each side to the nearest multiple of 28 px (Python's ``round``: halves to even); when that holds
+    more than QWEN_MAX_PIXELS or fewer than QWEN_MIN_PIXELS, the original size scaled by one factor into the range
+    instead (down: each side floored to 28 px, at least 28; up: ceiled). The processor refuses a side ratio over
+    200 (the endpoint then answers an error, no tokens); the size is computed all the same."""
+    factor = QWEN_PATCH_PX * QWEN_MERGE
+    h_bar, w_bar = round(height / factor) * factor, round(width / factor) * factor
+    if h_bar * w_bar > QWEN_MAX_PIXELS:  # the operations in the processor's order: the same floats
+        beta = math.sqrt((height * width) / QWEN_MAX_PIXELS)
+        h_bar = max(factor, math.floor(height / beta / factor) * factor)
+        w_bar = max(factor, math.floor(width / beta / factor) * factor)
+    elif h_bar * w_bar < QWEN_MIN_PIXELS:
+        beta = math.sqrt(QWEN_MIN_PIXELS / (height * width))
+        h_bar = math.ceil(height * beta / factor) * factor
+        w_bar = math.ceil(width * beta / factor) * factor
+    return w_bar, h_bar
+
+
+def _qwen2_vl_grid(width: int, height: int) -> int:
+    """Patches of one resized image or frame: ``grid_h * grid_w``."""
+    resized_width, resized_height = qwen2_vl_size(width, height)
+    return (resized_height // QWEN_PATCH_PX) * (resized_width // QWEN_PATCH_PX)
+
+
+def qwen2_vl_image_tokens(width: int, height: int) -> int:
+    """Prompt tokens of one image sent to Qwen2-VL / Qwen2.5-VL: its ``image_grid_thw`` product (``grid_t`` 1, the
+    image resized by ``qwen2_vl_size``) over ``merge_size ** 2``, the placeholder tokens vLLM puts in the prompt."""
+    return _qwen2_vl_grid(width, height) // QWEN_MERGE**2
 
 
 def video_tokens(frames: int, width: int, height: int) -> int:
-    """Prompt tokens of one video clip sent as a ``video_url`` part to a Qwen2-VL / Qwen2.5-VL class model (the video
-    models vLLM serves): each frame resized to multiples of 28 px (at least one), one token per 28 x 28 px patch of
-    each pair of frames (temporal patch 2): ``ceil(frames / 2) * ceil(height / 28) * ceil(width / 28)``. An endpoint
-    that samples the clip's frames again counts fewer: an upper bound there; the reply's ``usage`` is the measure.
-    The constants are the models' published ``vision_config`` (config.json of Qwen/Qwen2-VL-*-Instruct and
-    Qwen2.5-VL: ``patch_size`` 14, ``spatial_merge_size`` 2, ``temporal_patch_size`` 2); the processor rounds each
-    side to the nearest multiple of 28, so ``ceil`` bounds it from above by at most one patch row and column."""
-    patches = max(1, math.ceil(height / VIDEO_PATCH_PX)) * max(1, math.ceil(width / VIDEO_PATCH_PX))
-    return math.ceil(max(1, frames) / VIDEO_TEMPORAL_PATCH) * patches
+    """Prompt tokens of a clip of ``frames`` frames (its MP4 header's count, the one OpenCV reads) of ``width`` x
+    ``height`` px sent as a ``video_url`` part to Qwen2-VL / Qwen2.5-VL served by vLLM with its defaults.
+
+    The rule as read in vLLM's code (vllm/multimodal/media/video.py ``VideoMediaIO``, vllm/multimodal/video.py
+    ``OpenCVVideoBackend.load_bytes``, vllm/model_executor/models/qwen2_vl.py ``_get_vision_info`` and
+    ``get_replacement_qwen2vl``, the v0.11 line: qwen2_vl.py at 002d181a) and transformers 5.25.0
+    (models/qwen2_vl/video_processing_qwen2_vl.py): the default ``opencv`` loader hands the processor ``min(frames,
+    32)`` frames, at least 1, spread uniformly (``--media-io-kwargs '{"video": {"num_frames": N}}'`` changes the
+    32); Qwen2-VL's parser drops the clip's metadata, so the video processor samples no frames again
+    (``do_sample_frames`` False); each frame is resized by ``qwen2_vl_size``; the frames are padded with the last to
+    a multiple of ``temporal_patch_size``: ``grid_t = ceil(n / 2)``, ``grid_h = h / 14``, ``grid_w = w / 14``, and
+    the tokens are ``grid_t * grid_h * grid_w / merge_size ** 2``. transformers' ``cap_pixels_per_frame`` (a total
+    budget over the frames) is off by default in 5.25 and qwen-vl-utils' budgets are not on vLLM's path.
+    tests/test_estimate.py checks it against transformers' processors."""
+    fed = max(1, min(VLLM_VIDEO_FRAMES, frames))
+    grid_t = math.ceil(fed / QWEN_TEMPORAL_PATCH)
+    return grid_t * _qwen2_vl_grid(width, height) // QWEN_MERGE**2
 
 
-def part_tokens(part: Any) -> int:
-    """A picture's or clip's prompt tokens by rule: an image by ``image_tokens``, a clip by ``video_tokens``."""
+IMAGE_RULES: dict[str, Callable[[int, int], int]] = {"openai": image_tokens, "qwen2_vl": qwen2_vl_image_tokens}
+"""How an endpoint counts an image's prompt tokens, by ``egonormia.model.token_rule`` (its allowed values)."""
+
+
+def part_tokens(part: Any, rule: str) -> int:
+    """A picture's or clip's prompt tokens by rule: an image by ``IMAGE_RULES[rule]``, a clip by ``video_tokens``
+    (under either rule: OpenAI's API takes no video)."""
     from PIL import Image
 
     from egoeval.backends.base import VideoPart
@@ -84,12 +140,12 @@ def part_tokens(part: Any) -> int:
     if isinstance(part, VideoPart):
         return video_tokens(*mp4_shape(part.mp4))
     with Image.open(io.BytesIO(part.jpeg)) as image:  # the header only
-        return image_tokens(*image.size)
+        return IMAGE_RULES[rule](*image.size)
 
 
-def rule_prompt_tokens(request: Any) -> int:
+def rule_prompt_tokens(request: Any, rule: str) -> int:
     """A prompt's tokens by rule: its text at CHARS_PER_TOKEN characters a token, each image or clip by
-    ``part_tokens`` (a ``frames`` variant's images each count, its time stamps as text)."""
+    ``part_tokens`` under ``rule`` (a ``frames`` variant's images each count, its time stamps as text)."""
     from egoeval.backends.base import TextPart
 
     chars, tokens = 0, 0
@@ -98,7 +154,7 @@ def rule_prompt_tokens(request: Any) -> int:
             if isinstance(part, TextPart):
                 chars += len(part.text)
             else:
-                tokens += part_tokens(part)
+                tokens += part_tokens(part, rule)
     return tokens + math.ceil(chars / CHARS_PER_TOKEN)
 
 
@@ -181,7 +237,7 @@ def estimate(settings: EgoNormiaSettings, root: Path = Path(".")) -> list[dict[s
             prompt_tokens = completion_tokens = 0.0
             for row in new.itertuples(index=False):
                 prompt, completion = measured.get((row.setting, row.subtask), ([], []))
-                prompt_tokens += _mean(prompt) or rule_prompt_tokens(client.missed[row.request_key])
+                prompt_tokens += _mean(prompt) or rule_prompt_tokens(client.missed[row.request_key], model.token_rule)
                 completion_tokens += _mean(completion) or client.missed[row.request_key].decoding.max_tokens
             price = model.price
             out.append(

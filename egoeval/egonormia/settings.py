@@ -16,6 +16,7 @@ from egoeval.registry import Registry
 from egoeval.settings import BootstrapSettings, Fraction, NonEmptyStr, Section, Seed, registered, unique_list
 
 Setting = Literal["blind", "pipeline", "video"]
+TokenRule = Literal["openai", "qwen2_vl"]  # egoeval.egonormia.estimate.IMAGE_RULES: how an endpoint counts images
 # each an egoeval.egonormia.protocols.Protocol (not imported here: the protocols import these settings)
 PROTOCOLS: Registry[Any] = Registry.modules("protocol", "egoeval.egonormia.protocols", "PROTOCOL")
 """EgoNormia's protocols: one module each under ``egoeval/egonormia/protocols/`` (its ``PROTOCOL``, named as the
@@ -227,6 +228,9 @@ class ModelSpec(Section):
     batch_deadline_s: BatchDeadlineSeconds = 86_400.0  # openai_batch: the most seconds a run waits for its batches
     batch_max_requests: Annotated[int, Field(ge=1, le=50_000)] = 50_000  # openai_batch: requests per batch
     video_input: bool = False  # the endpoint reads video_url parts (vLLM with a video model): the native variant
+    # how the endpoint counts an image's prompt tokens, for `egoeval estimate` alone (egoeval.egonormia.estimate):
+    # openai (gpt-4o's tiles) or qwen2_vl (Qwen2-VL / Qwen2.5-VL as vLLM serves them); a clip always by qwen2_vl's
+    token_rule: TokenRule = "openai"
 
     @model_validator(mode="after")
     def _openai_needs_url(self) -> ModelSpec:

@@ -43,6 +43,13 @@ FILE_DURATIONS = REPO / "tests" / "durations.json"  # seconds each test file too
 UNMEASURED_S = 5.0  # what a test file missing from FILE_DURATIONS is expected to take
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto`` (``make test``): one worker more than the CPUs. The end-to-end tests spend much of their time
+    waiting on their own subprocesses (servers starting, model calls with latency, DVC's locks), time another
+    worker's CPU work fills."""
+    return (os.cpu_count() or 1) + 1
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--store-durations",

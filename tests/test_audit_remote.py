@@ -30,8 +30,8 @@ def git(root: Path, *args: str) -> None:
     assert done.returncode == 0, done.stderr
 
 
-def audit(root: Path, *options: str) -> subprocess.CompletedProcess[str]:
-    return run(root, sys.executable, "-m", "egoeval.cli", "audit", *REPORTS, *options)
+def audit(root: Path, *options: str, reports: tuple[str, ...] = REPORTS) -> subprocess.CompletedProcess[str]:
+    return run(root, sys.executable, "-m", "egoeval.cli", "audit", *reports, *options)
 
 
 def test_a_second_clone_audits_from_a_dvc_remote_with_no_model_call(reproduced: Path, tmp_path: Path) -> None:
@@ -56,7 +56,9 @@ def test_a_second_clone_audits_from_a_dvc_remote_with_no_model_call(reproduced: 
         pulled = dvc(second, "pull")
         assert pulled.returncode == 0, pulled.stdout + pulled.stderr
         asked = len(server.requests)
-        result = audit(second, "--full")  # every stage again: the answers replayed from the pulled outputs
+        # every EgoNormia stage again, the answers replayed from the pulled outputs (EgoHumans calls no model; its
+        # stages re-derived from scratch equal the committed numbers: the reproduced workspace, tests/test_pipeline.py)
+        result = audit(second, "--full", reports=REPORTS[:1])
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
         assert len(server.requests) == asked  # not one model call
         assert "more from pinned outputs" in result.stdout and "0 from the local response cache" in result.stdout

@@ -171,13 +171,14 @@ def _released_errors(
     return np.linalg.norm(centre + scale * steps - truth, axis=1).tolist()
 
 
-def tracker_scores(work: Path) -> dict[str, dict[str, float]]:
+def tracker_scores(work: Path, *, tracked: bool = False) -> dict[str, dict[str, float]]:
     """Every configured tracker x mode on the data set prepared in ``work``: per-camera IDF1 and HOTA, world-frame
-    MOTA and multi-camera IDF1 (percentages), from the track and score stages' library functions."""
+    MOTA and multi-camera IDF1 (percentages), from the track and score stages' library functions. ``tracked``: the
+    tracks are already in ``work`` (the track stages' outputs, the same ``track`` calls), only scored."""
     params = load_settings(work / "params.yaml").egohumans
     fetched, tracks = work / "data/egohumans/fetched", work / "data/egohumans/tracks"
     data_root = work / params.fetch.path  # frames are read only inside it
-    for name in params.track.trackers:
+    for name in params.track.trackers if not tracked else ():
         for mode in MODES:
             detections = work / f"data/egohumans/detections/{mode}.parquet"
             track(name, params.track.config[name], detections, fetched, tracks / f"{name}-{mode}", data_root)

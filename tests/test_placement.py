@@ -129,10 +129,11 @@ def _table(text: str, heading: str) -> list[list[str]]:
 @pytest.mark.slow
 def test_benchmarks_documents_the_sample_as_measured(reproduced: Path, tmp_path: Path) -> None:
     """BENCHMARKS.md's 3D error table and the sample's tracker rows and goal are bench/placement.py's, re-derived
-    here on the sample this run generated (the reproduced workspace: this repository's params, the sample, fetch and
-    detect stages run by ``dvc repro`` as ``bench.placement.prepare`` runs them; its trackers run again in process)."""
+    here on the sample this run generated (the reproduced workspace: this repository's params, the sample, fetch,
+    detect and track stages run by ``dvc repro``, the same calls as ``bench.placement.prepare`` and ``tracker_scores``
+    make; the tracks scored by ``tracker_scores``)."""
     work = Path(shutil.copytree(reproduced, tmp_path / "ws", symlinks=True))
-    measured = {"placement": placement_errors(work), "trackers": tracker_scores(work)}
+    measured = {"placement": placement_errors(work), "trackers": tracker_scores(work, tracked=True)}
     text = (REPO / "BENCHMARKS.md").read_text()
     rows = _table(text, "### 3D from the download's own inputs")
     assert [r[0] for r in rows] == list(measured["placement"])

@@ -58,18 +58,24 @@ def stop_group(child: subprocess.Popen[bytes] | None, grace_s: float = GRACE_S) 
                 os.kill(pid, signal.SIGKILL)
 
 
-def _group_members(group: int) -> list[int]:
-    """The live processes of process group ``group`` (from /proc; empty where there is none)."""
-    members = []
+def live_processes() -> dict[int, list[str]]:
+    """Every live process (not a zombie): pid -> the fields of /proc/PID/stat after the command name (state, parent
+    pid, process group, ...); empty where there is no /proc."""
+    found = {}
     for entry in os.scandir("/proc") if os.path.isdir("/proc") else ():
         if entry.name.isdigit():
             try:
                 fields = Path(f"/proc/{entry.name}/stat").read_text().rsplit(")", 1)[1].split()
             except OSError:
                 continue
-            if int(fields[2]) == group and fields[0] != "Z":
-                members.append(int(entry.name))
-    return members
+            if fields[0] != "Z":
+                found[int(entry.name)] = fields
+    return found
+
+
+def _group_members(group: int) -> list[int]:
+    """The live processes of process group ``group``."""
+    return [pid for pid, fields in live_processes().items() if int(fields[2]) == group]
 
 
 def report_crash(command: list[str]) -> None:

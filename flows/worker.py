@@ -22,11 +22,11 @@ import os
 import signal
 import sys
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from egoeval.errors import Interrupted
 from egoeval.stage_shell import signals_interrupt
+from flows.keeper import live_processes
 
 if TYPE_CHECKING:
     from prefect.client.schemas.objects import FlowRun
@@ -177,17 +177,8 @@ async def mark_crashed(runs: list[FlowRun] | None, why: str) -> str:
 
 
 def children() -> list[int]:
-    """This process's live child processes (from /proc; none where there is no /proc)."""
-    found = []
-    for entry in os.scandir("/proc") if os.path.isdir("/proc") else ():
-        if entry.name.isdigit():
-            try:
-                fields = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == os.getpid() and fields[0] != "Z":
-                found.append(int(entry.name))
-    return found
+    """This process's live child processes."""
+    return [pid for pid, fields in live_processes().items() if int(fields[1]) == os.getpid()]
 
 
 if __name__ == "__main__":

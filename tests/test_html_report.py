@@ -187,17 +187,20 @@ def entry(action: float, both: float) -> dict[str, object]:
     }
 
 
+PUBLISHED_FIGURES = {"action": 45.5, "justification": 18.2, "both": 9.1, "sensible_iou": 25.0, "n": 11}
+
+
+def published_table(model: str) -> dict:
+    """A published-results table (ood_robot, full split, eval) with ``model``'s PUBLISHED_FIGURES in the video
+    setting, its source named."""
+    table = {"dataset": "ood_robot", "split": "full", "as": "eval", "primary": True}
+    table |= {"figures": {"video": {model: dict(PUBLISHED_FIGURES)}}}  # a copy: a test may change it
+    return table | {"repository": "o/r", "commit": "c0ffee", "path": "a results file", "licence": "MIT", "sha256": "ab"}
+
+
 def test_the_leaderboard_ranks_by_both_with_intervals_and_shows_published_figures_apart() -> None:
     metrics = {"video": {"weak": entry(30.0, 10.0), "strong": entry(20.0, 15.0), "protocol": "official"}}
-    figures = {"action": 45.5, "justification": 18.2, "both": 9.1, "sensible_iou": 25.0, "n": 11}
-    table = {
-        "dataset": "ood_robot",
-        "split": "full",
-        "as": "eval",
-        "primary": True,
-        "figures": {"video": {"gpt-4o": figures}},
-    }
-    table |= {"repository": "o/r", "commit": "c0ffee", "path": "a results file", "licence": "MIT", "sha256": "ab"}
+    table = published_table("gpt-4o")
     published = {"tables": [table]}
     page = leaderboard(metrics, published, "ood_robot")  # our rows are the published dataset, split and protocol
     rows = re.findall(r"<tr>(.*?)</tr>", page.split("<tbody>")[1])

@@ -302,21 +302,12 @@ def test_a_clip_over_max_bytes_or_unreadable_fails_only_itself(tmp_path: Path) -
 def test_the_leaderboard_marks_a_variant_and_never_ranks_published_figures_in_it() -> None:
     import re
 
-    from test_html_report import entry
+    from test_html_report import entry, published_table
 
     from egoeval.egonormia.report import leaderboard, ledger_section
 
     metrics = {"video": {"m": entry(30.0, 10.0)}, "video:frames8": {"m": entry(40.0, 20.0)}}
-    figures = {"action": 45.5, "justification": 18.2, "both": 9.1, "sensible_iou": 25.0, "n": 11}
-    table = {
-        "dataset": "ood_robot",
-        "split": "full",
-        "as": "eval",
-        "primary": True,
-        "figures": {"video": {"g": figures}},
-    }
-    table |= {"repository": "o/r", "commit": "c0ffee", "path": "a results file", "licence": "MIT", "sha256": "ab"}
-    page = leaderboard(metrics, {"tables": [table]}, "ood_robot")
+    page = leaderboard(metrics, {"tables": [published_table("g")]}, "ood_robot")
     strip, variant = page.split("<h3>video</h3>")[1].split("<h3>video:frames8")
     assert variant.startswith(' <span class="tag">not the official protocol</span></h3>')
     assert "published · eval" in strip  # ranked among ours in the official setting only

@@ -123,6 +123,7 @@ BENCHMARK = Toy()
 }
 TOY_PARAMS = {"threshold": 0.35, "published": {"toy-model": 55.25}, "report": {"title": "Toy results"}}
 SHARED = [
+    "egoeval/__init__.py",
     "egoeval/benchmarks.py",
     "egoeval/registry.py",
     "egoeval/settings",

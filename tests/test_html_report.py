@@ -86,6 +86,47 @@ def test_states_name_the_switch_and_the_miss() -> None:
     assert states["track_id"].tolist() == [10, 10, 11, -1, 11]
 
 
+def reference_states(gt: pd.DataFrame, pred: pd.DataFrame, threshold: float) -> list[tuple[int, int, int, str]]:
+    """The states by their definition: frame by frame (rows in file order), each frame's best assignment
+    (match_frame), a person switched when matched to another track than the last time."""
+    rows, last = [], {}
+    for frame, group in gt.iloc[np.argsort(gt["frame"].to_numpy(), kind="stable")].groupby("frame", sort=True):
+        matches = match_frame(group, pred[pred["frame"] == frame], threshold)
+        for gt_id in group["id"].tolist():
+            track = matches.get(gt_id)
+            if track is None:
+                rows.append((frame, gt_id, -1, MISSED))
+                continue
+            rows.append((frame, gt_id, track, SWITCHED if last.get(gt_id, track) != track else OK))
+            last[gt_id] = track
+    return rows
+
+
+FRAME_BOX = st.tuples(
+    st.integers(1, 4), st.integers(0, 3), st.integers(0, 6), st.integers(0, 6), st.integers(1, 5), st.integers(1, 5)
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(FRAME_BOX, max_size=14), st.lists(FRAME_BOX, max_size=14), st.sampled_from([0.1, 0.3, 0.5]))
+def test_person_states_are_each_frames_best_assignment_in_order(gt_rows, pred_rows, threshold) -> None:
+    """Frames where no box has two candidates take every candidate pair at once: the same as solving each frame."""
+    gt = boxes(gt_rows).drop_duplicates(["frame", "id"]).reset_index(drop=True)
+    runs = {
+        "a": boxes(pred_rows).drop_duplicates(["frame", "id"]).reset_index(drop=True),
+        "b": boxes(pred_rows[::-1]).drop_duplicates(["frame", "id"]).reset_index(drop=True),
+    }
+    for pred in runs.values():
+        states = person_states(gt, pred, threshold)
+        assert list(states.itertuples(index=False, name=None)) == reference_states(gt, pred, threshold)
+    table = frame_disagreement(gt, runs, threshold)
+    if len(gt):
+        states = {run: pd.DataFrame(reference_states(gt, pred, threshold)) for run, pred in runs.items()}
+        people = pd.DataFrame({run: s[3] for run, s in states.items()}).nunique(axis=1) > 1
+        assert table["people"].tolist() == people.groupby(states["a"][0]).sum().tolist()
+        assert table["frame"].tolist() == sorted(set(gt["frame"]))
+
+
 def test_disagreement_counts_people_whose_fate_differs_and_picks_spread_frames() -> None:
     gt = boxes([(f, p, 30 * p, 10, 20, 40) for f in range(1, 41) for p in (1, 2)])
     perfect = gt.assign(id=gt["id"] + 100)

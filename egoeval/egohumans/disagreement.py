@@ -53,28 +53,57 @@ def _by_frame(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, 
     return unique, np.append(starts, len(frames)), table["id"].to_numpy(np.int64), _corners(table)
 
 
+def _candidates(gt: tuple[np.ndarray, ...], pred: tuple[np.ndarray, ...], iou_threshold: float) -> np.ndarray:
+    """The (gt row, pred row) pairs of one frame whose IoU reaches the threshold, in every frame at once: (2, n)."""
+    gt_frames, gt_starts, _, gt_corners = gt
+    pred_frames, pred_starts, _, pred_corners = pred
+    _, at_gt, at_pred = np.intersect1d(gt_frames, pred_frames, assume_unique=True, return_indices=True)
+    n_gt, n_pred = np.diff(gt_starts)[at_gt], np.diff(pred_starts)[at_pred]
+    pairs = n_gt * n_pred  # each common frame's gt x pred pairs, row-major
+    first = np.repeat(np.cumsum(pairs) - pairs, pairs)
+    k = np.arange(int(pairs.sum())) - first  # the pair's position within its frame
+    width = np.repeat(n_pred, pairs)
+    rows = np.repeat(gt_starts[at_gt], pairs) + k // width
+    cols = np.repeat(pred_starts[at_pred], pairs) + k % width
+    iou = box_iou(gt_corners, pred_corners, rows, cols)
+    near = (iou >= iou_threshold - np.finfo(float).eps) & (iou > 0)  # what _match keeps
+    return np.stack([rows[near], cols[near]])
+
+
 def person_states(gt: pd.DataFrame, pred: pd.DataFrame, iou_threshold: float) -> pd.DataFrame:
-    """One row per ground-truth box: frame, gt_id, track_id (-1 when missed) and state (ok, missed, switched)."""
-    rows: list[tuple[int, int, int, str]] = []
-    last: dict[int, int] = {}
-    gt_frames, gt_starts, gt_all, gt_corners = _by_frame(gt)
-    pred_frames, pred_starts, pred_all, pred_corners = _by_frame(pred)
+    """One row per ground-truth box: frame, gt_id, track_id (-1 when missed) and state (ok, missed, switched).
+
+    A frame where no box has two candidates (pairs at or above the threshold) matches every candidate pair: the one
+    assignment of largest total IoU holds them all. Only the other frames are solved (``_match``)."""
+    gt_data, pred_data = _by_frame(gt), _by_frame(pred)
+    gt_frames, gt_starts, gt_all, gt_corners = gt_data
+    pred_frames, pred_starts, pred_all, pred_corners = pred_data
+    rows, cols = _candidates(gt_data, pred_data, iou_threshold)
+    track = np.full(len(gt_all), -1, dtype=np.int64)  # each gt row's matched track id, by frame order
+    gt_frame_of = np.repeat(np.arange(len(gt_frames)), np.diff(gt_starts))
+    contested = np.zeros(len(gt_frames), dtype=bool)
+    for ends in (rows, cols):
+        counts = np.bincount(ends, minlength=len(gt_all) if ends is rows else len(pred_all))
+        contested[gt_frame_of[rows[counts[ends] > 1]]] = True
+    forced = ~contested[gt_frame_of[rows]]
+    track[rows[forced]] = pred_all[cols[forced]]
     where = {int(f): k for k, f in enumerate(pred_frames)}
-    for k, frame in enumerate(gt_frames):
+    for k in np.flatnonzero(contested):
         g0, g1 = gt_starts[k], gt_starts[k + 1]
-        p = where.get(int(frame))
-        p0, p1 = (pred_starts[p], pred_starts[p + 1]) if p is not None else (0, 0)
-        ids = gt_all[g0:g1]
-        matches = _match(ids, gt_corners[:, g0:g1], pred_all[p0:p1], pred_corners[:, p0:p1], iou_threshold)
-        for gt_id in ids:
-            track = matches.get(int(gt_id))
-            if track is None:
-                rows.append((int(frame), int(gt_id), -1, MISSED))
-                continue
-            state = SWITCHED if last.get(int(gt_id), track) != track else OK
-            last[int(gt_id)] = track
-            rows.append((int(frame), int(gt_id), track, state))
-    return pd.DataFrame(rows, columns=["frame", "gt_id", "track_id", "state"])
+        p = where[int(gt_frames[k])]
+        p0, p1 = pred_starts[p], pred_starts[p + 1]
+        matches = _match(gt_all[g0:g1], gt_corners[:, g0:g1], pred_all[p0:p1], pred_corners[:, p0:p1], iou_threshold)
+        track[g0:g1] = [matches.get(int(gt_id), -1) for gt_id in gt_all[g0:g1]]
+    states: list[str] = []
+    last: dict[int, int] = {}
+    for gt_id, matched in zip(gt_all.tolist(), track.tolist(), strict=True):
+        if matched < 0:
+            states.append(MISSED)
+            continue
+        states.append(SWITCHED if last.get(gt_id, matched) != matched else OK)
+        last[gt_id] = matched
+    frames = gt_frames[gt_frame_of] if len(gt_all) else np.empty(0, np.int64)
+    return pd.DataFrame({"frame": frames, "gt_id": gt_all, "track_id": track, "state": states})
 
 
 @dataclass(frozen=True)
@@ -90,16 +119,18 @@ class Disagreement:
 
 def frame_disagreement(gt: pd.DataFrame, runs: dict[str, pd.DataFrame], iou_threshold: float) -> pd.DataFrame:
     """Per frame with ground truth: ``people`` (disagreement) and per run ``missed:<run>``, ``switched:<run>``."""
-    states = {run: person_states(gt, pred, iou_threshold).set_index(["frame", "gt_id"]) for run, pred in runs.items()}
-    table = pd.DataFrame({run: frame["state"] for run, frame in states.items()})
-    if table.empty:
+    states = {run: person_states(gt, pred, iou_threshold) for run, pred in runs.items()}
+    if not states or not len(first := next(iter(states.values()))):
         return pd.DataFrame(columns=["frame", "people"])
-    differs = table.nunique(axis=1) > 1
-    result = differs.groupby(level="frame").sum().rename("people").to_frame()
-    for run in runs:
-        result[f"missed:{run}"] = (table[run] == MISSED).groupby(level="frame").sum()
-        result[f"switched:{run}"] = (table[run] == SWITCHED).groupby(level="frame").sum()
-    return result.reset_index()
+    # every run's rows are the ground truth's boxes in the same order (person_states): compare them row by row
+    codes = np.column_stack([frame["state"].to_numpy(object) for frame in states.values()])
+    frames = first["frame"].to_numpy(np.int64)
+    starts = np.flatnonzero(np.r_[True, frames[1:] != frames[:-1]])
+    result = {"frame": frames[starts], "people": np.add.reduceat((codes != codes[:, :1]).any(axis=1), starts)}
+    for k, run in enumerate(states):
+        result[f"missed:{run}"] = np.add.reduceat(codes[:, k] == MISSED, starts)
+        result[f"switched:{run}"] = np.add.reduceat(codes[:, k] == SWITCHED, starts)
+    return pd.DataFrame({name: np.asarray(values, np.int64) for name, values in result.items()})
 
 
 def most_disputed(

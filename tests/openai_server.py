@@ -235,7 +235,7 @@ class OpenAIServer:
     ) -> None:
         """``schedule[n]`` is the fault of the n-th request overall; ``per_request[k]`` the fault of the k-th
         attempt of each distinct request body; otherwise a fault from ``fault_kinds`` with ``fault_rate``.
-        ``token_rule`` is how its ``usage`` counts an image (``egoeval.egonormia.estimate.IMAGE_RULES``)."""
+        ``token_rule`` is how its ``usage`` counts an image (``egoeval.egonormia.settings.IMAGE_RULES``)."""
         for fault in [*schedule, *per_request, *fault_kinds]:
             if fault is not None and fault not in FAULTS:
                 raise ValueError(f"unknown fault {fault!r}; known: {FAULTS}")
@@ -456,7 +456,8 @@ def prompt_usage(body: Mapping[str, Any], rule: str = "openai") -> int:
 
     from PIL import Image
 
-    from egoeval.egonormia.estimate import CHARS_PER_TOKEN, IMAGE_RULES, video_tokens
+    from egoeval.egonormia.estimate import CHARS_PER_TOKEN, video_tokens
+    from egoeval.egonormia.settings import IMAGE_RULES
     from egoeval.video import mp4_shape
 
     chars, tokens = 0, 0
@@ -468,7 +469,7 @@ def prompt_usage(body: Mapping[str, Any], rule: str = "openai") -> int:
             elif part.get("type") == "image_url":
                 data = base64.b64decode(part["image_url"]["url"].split(",", 1)[1])
                 with Image.open(io.BytesIO(data)) as image:
-                    tokens += IMAGE_RULES[rule](*image.size)
+                    tokens += IMAGE_RULES.get(rule)(*image.size)
             elif part.get("type") == "video_url":  # vLLM's video content part: a data URL of an MP4
                 tokens += video_tokens(*mp4_shape(base64.b64decode(part["video_url"]["url"].split(",", 1)[1])))
     return tokens + -(-chars // CHARS_PER_TOKEN)

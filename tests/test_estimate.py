@@ -11,7 +11,6 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import get_args
 
 import numpy as np
 import pytest
@@ -28,7 +27,6 @@ from egoeval.backends.client import ModelClient, token_cost
 from egoeval.cache import ResponseCache
 from egoeval.cli import main as egoeval_main
 from egoeval.egonormia.estimate import (
-    IMAGE_RULES,
     VLLM_VIDEO_FRAMES,
     image_tokens,
     qwen2_vl_image_tokens,
@@ -36,7 +34,7 @@ from egoeval.egonormia.estimate import (
     video_tokens,
 )
 from egoeval.egonormia.inference import LEDGER_FILE
-from egoeval.egonormia.settings import ModelSpec, TokenRule
+from egoeval.egonormia.settings import IMAGE_RULES, ModelSpec
 
 KEY_ENV = "EGOEVAL_ESTIMATE_TEST_KEY"
 
@@ -56,8 +54,11 @@ def test_image_tokens_are_bounded_as_the_rule_says(width: int, height: int) -> N
     assert 85 + 170 <= image_tokens(width, height) <= 85 + 170 * 8
 
 
-def test_every_token_rule_params_allow_has_its_image_rule() -> None:
-    assert set(IMAGE_RULES) == set(get_args(TokenRule)) == {"openai", "qwen2_vl"}
+def test_the_token_rules_params_allow_are_the_registrys_and_each_counts_an_image() -> None:
+    assert IMAGE_RULES.names() == ("openai", "qwen2_vl")
+    assert IMAGE_RULES.get("openai") is image_tokens and IMAGE_RULES.get("qwen2_vl") is qwen2_vl_image_tokens
+    schema = ModelSpec.model_json_schema()["properties"]["token_rule"]
+    assert schema["enum"] == ["openai", "qwen2_vl"] and schema["default"] == "openai"
 
 
 # (width, height): tiny (scaled up to min_pixels), odd, sides on a half multiple of 28 (42 = 1.5 x 28, 70 = 2.5 x 28:
@@ -136,7 +137,7 @@ def test_an_unknown_token_rule_is_refused_naming_the_key(tmp_path: Path, capsys:
     write_params(tmp_path, {"egonormia": {"model": {"token_rule": "gemini"}}})
     code = egoeval_main(["check-params", str(tmp_path / "params.yaml")])
     err = capsys.readouterr().err
-    assert code == 2 and "egonormia.model.token_rule" in err and "'openai' or 'qwen2_vl'" in err, err
+    assert code == 2 and "egonormia.model.token_rule" in err and "(known: openai, qwen2_vl)" in err, err
     assert "Traceback" not in err
 
 

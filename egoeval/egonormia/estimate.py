@@ -34,7 +34,6 @@ import io
 import math
 import sys
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -125,22 +124,19 @@ def video_tokens(frames: int, width: int, height: int) -> int:
     return grid_t * _qwen2_vl_grid(width, height) // QWEN_MERGE**2
 
 
-IMAGE_RULES: dict[str, Callable[[int, int], int]] = {"openai": image_tokens, "qwen2_vl": qwen2_vl_image_tokens}
-"""How an endpoint counts an image's prompt tokens, by ``egonormia.model.token_rule`` (its allowed values)."""
-
-
 def part_tokens(part: Any, rule: str) -> int:
-    """A picture's or clip's prompt tokens by rule: an image by ``IMAGE_RULES[rule]``, a clip by ``video_tokens``
+    """A picture's or clip's prompt tokens by rule: an image by ``IMAGE_RULES.get(rule)``, a clip by ``video_tokens``
     (under either rule: OpenAI's API takes no video)."""
     from PIL import Image
 
     from egoeval.backends.base import VideoPart
+    from egoeval.egonormia.settings import IMAGE_RULES
     from egoeval.video import mp4_shape
 
     if isinstance(part, VideoPart):
         return video_tokens(*mp4_shape(part.mp4))
     with Image.open(io.BytesIO(part.jpeg)) as image:  # the header only
-        return IMAGE_RULES[rule](*image.size)
+        return IMAGE_RULES.get(rule)(*image.size)
 
 
 def rule_prompt_tokens(request: Any, rule: str) -> int:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, create_model, model_validator
@@ -16,7 +16,11 @@ from egoeval.registry import Registry
 from egoeval.settings import BootstrapSettings, Fraction, NonEmptyStr, Section, Seed, registered, unique_list
 
 Setting = Literal["blind", "pipeline", "video"]
-TokenRule = Literal["openai", "qwen2_vl"]  # egoeval.egonormia.estimate.IMAGE_RULES: how an endpoint counts images
+IMAGE_RULES: Registry[Callable[[int, int], int]] = Registry("token rule")
+"""How an endpoint counts an image's prompt tokens (width, height -> tokens), by ``egonormia.model.token_rule``: the
+functions live in ``egoeval.egonormia.estimate``, imported when first used (only `egoeval estimate` counts)."""
+IMAGE_RULES.register_lazy("openai", "egoeval.egonormia.estimate:image_tokens")  # gpt-4o's tiles
+IMAGE_RULES.register_lazy("qwen2_vl", "egoeval.egonormia.estimate:qwen2_vl_image_tokens")  # as vLLM serves it
 # each an egoeval.egonormia.protocols.Protocol (not imported here: the protocols import these settings)
 PROTOCOLS: Registry[Any] = Registry.modules("protocol", "egoeval.egonormia.protocols", "PROTOCOL")
 """EgoNormia's protocols: one module each under ``egoeval/egonormia/protocols/`` (its ``PROTOCOL``, named as the
@@ -230,7 +234,7 @@ class ModelSpec(Section):
     video_input: bool = False  # the endpoint reads video_url parts (vLLM with a video model): the native variant
     # how the endpoint counts an image's prompt tokens, for `egoeval estimate` alone (egoeval.egonormia.estimate):
     # openai (gpt-4o's tiles) or qwen2_vl (Qwen2-VL / Qwen2.5-VL as vLLM serves them); a clip always by qwen2_vl's
-    token_rule: TokenRule = "openai"
+    token_rule: registered(IMAGE_RULES) = "openai"  # type: ignore[valid-type]
 
     @model_validator(mode="after")
     def _openai_needs_url(self) -> ModelSpec:

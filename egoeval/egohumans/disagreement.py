@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import linear_sum_assignment
 
+from egoeval.tracking.matching import frame_pairs, linear_sum_assignment
 from egoeval.tracking.similarity import box_iou
 
 OK, MISSED, SWITCHED = "ok", "missed", "switched"
@@ -59,12 +59,7 @@ def _candidates(gt: tuple[np.ndarray, ...], pred: tuple[np.ndarray, ...], iou_th
     pred_frames, pred_starts, _, pred_corners = pred
     _, at_gt, at_pred = np.intersect1d(gt_frames, pred_frames, assume_unique=True, return_indices=True)
     n_gt, n_pred = np.diff(gt_starts)[at_gt], np.diff(pred_starts)[at_pred]
-    pairs = n_gt * n_pred  # each common frame's gt x pred pairs, row-major
-    first = np.repeat(np.cumsum(pairs) - pairs, pairs)
-    k = np.arange(int(pairs.sum())) - first  # the pair's position within its frame
-    width = np.repeat(n_pred, pairs)
-    rows = np.repeat(gt_starts[at_gt], pairs) + k // width
-    cols = np.repeat(pred_starts[at_pred], pairs) + k % width
+    rows, cols, _ = frame_pairs(gt_starts[at_gt], n_gt, pred_starts[at_pred], n_pred)
     iou = box_iou(gt_corners, pred_corners, rows, cols)
     near = (iou >= iou_threshold - np.finfo(float).eps) & (iou > 0)  # what _match keeps
     return np.stack([rows[near], cols[near]])
@@ -82,9 +77,8 @@ def person_states(gt: pd.DataFrame, pred: pd.DataFrame, iou_threshold: float) ->
     track = np.full(len(gt_all), -1, dtype=np.int64)  # each gt row's matched track id, by frame order
     gt_frame_of = np.repeat(np.arange(len(gt_frames)), np.diff(gt_starts))
     contested = np.zeros(len(gt_frames), dtype=bool)
-    for ends in (rows, cols):
-        counts = np.bincount(ends, minlength=len(gt_all) if ends is rows else len(pred_all))
-        contested[gt_frame_of[rows[counts[ends] > 1]]] = True
+    for ends in (rows, cols):  # a gt box or a tracker box with two candidates: that frame is solved
+        contested[gt_frame_of[rows[np.bincount(ends)[ends] > 1]]] = True
     forced = ~contested[gt_frame_of[rows]]
     track[rows[forced]] = pred_all[cols[forced]]
     where = {int(f): k for k, f in enumerate(pred_frames)}
@@ -102,8 +96,7 @@ def person_states(gt: pd.DataFrame, pred: pd.DataFrame, iou_threshold: float) ->
             continue
         states.append(SWITCHED if last.get(gt_id, matched) != matched else OK)
         last[gt_id] = matched
-    frames = gt_frames[gt_frame_of] if len(gt_all) else np.empty(0, np.int64)
-    return pd.DataFrame({"frame": frames, "gt_id": gt_all, "track_id": track, "state": states})
+    return pd.DataFrame({"frame": gt_frames[gt_frame_of], "gt_id": gt_all, "track_id": track, "state": states})
 
 
 @dataclass(frozen=True)

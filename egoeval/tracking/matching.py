@@ -55,6 +55,21 @@ linear_sum_assignment = _scipy_linear_sum_assignment()
 """``scipy.optimize.linear_sum_assignment`` (the same function, loaded without the rest of ``scipy.optimize``)."""
 
 
+def frame_pairs(
+    a_start: np.ndarray, a_count: np.ndarray, b_start: np.ndarray, b_count: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every (row of a, row of b) of the same frame, frame by frame in row-major order (frame ``t``'s rows of a are
+    ``a_start[t]`` and the ``a_count[t] - 1`` after it, of b likewise): their row indices and where each frame's
+    ``a_count x b_count`` block starts."""
+    p_at = np.concatenate([[0], np.cumsum(a_count * b_count)])
+    row_frame = np.repeat(np.arange(len(a_count)), a_count)  # each row of a: its frame
+    first = np.cumsum(a_count) - a_count  # where each frame's rows of a begin among them
+    rows = a_start[row_frame] + np.arange(len(row_frame)) - first[row_frame]
+    width = b_count[row_frame]  # pairs per row of a
+    shift = b_start[row_frame] - (np.cumsum(width) - width)  # b's first row, less where the row's pairs begin
+    return np.repeat(rows, width), np.arange(p_at[-1]) + np.repeat(shift, width), p_at
+
+
 def best_per_group(group: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For entries sorted by group: index of each group's first largest entry, and whether it is the only one."""
     if len(group) == 0:

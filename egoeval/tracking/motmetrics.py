@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from egoeval.tracking.lapjv import LARGE, lapjv
-from egoeval.tracking.matching import linear_sum_assignment
+from egoeval.tracking.matching import frame_pairs, linear_sum_assignment
 
 OVERLAP_EPS = np.float32(1e-6)  # mmdet bbox_overlaps' eps
 
@@ -135,10 +135,10 @@ def accumulate(gt: pd.DataFrame, pred: pd.DataFrame, iou_threshold: float = 0.5,
     o_at, h_at = np.searchsorted(o_frames, bounds), np.searchsorted(h_frames, bounds)
     i_at = np.searchsorted(i_frames, np.stack([frames, frames + 1]))  # ignore boxes of exactly that frame
     n_o, n_h = np.diff(o_at), np.diff(h_at)
-    gi, hj, p_at = _frame_pairs(o_at[:-1], n_o, h_at[:-1], n_h)
+    gi, hj, p_at = frame_pairs(o_at[:-1], n_o, h_at[:-1], n_h)
     dists = (np.float32(1) - pair_overlaps(o_boxes[gi], h_boxes[hj])).astype(np.float64)  # every frame's matrix
     dists[dists > np.float32(1 - iou_threshold)] = np.nan  # eval_mot compares float32 distances with its threshold
-    hi, ii, _ = _frame_pairs(h_at[:-1], n_h, i_at[0], i_at[1] - i_at[0])
+    hi, ii, _ = frame_pairs(h_at[:-1], n_h, i_at[0], i_at[1] - i_at[0])
     covers = np.zeros(len(h_ids), dtype=bool)  # tracker rows on an ignore box of their frame (IoF over the ignore rule)
     covers[hi[pair_overlaps(h_boxes[hi], i_boxes[ii], mode="iof") > np.float32(ignore_iof)]] = True
 
@@ -356,21 +356,6 @@ class _Walk:
         matrix[[o - o0 for o in o_done], :] = np.nan
         matrix[:, [k for k, h in enumerate(columns) if h in h_done]] = np.nan
         return [(o0 + i, columns[j], float(block[i, columns[j] - h0])) for i, j in assign(matrix)]
-
-
-def _frame_pairs(
-    a_start: np.ndarray, a_count: np.ndarray, b_start: np.ndarray, b_count: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every (row of a, row of b) of the same frame, frame by frame in row-major order (frame ``t``'s rows of a are
-    ``a_start[t]`` and the ``a_count[t] - 1`` after it, of b likewise): their row indices and where each frame's
-    ``a_count x b_count`` block starts."""
-    p_at = np.concatenate([[0], np.cumsum(a_count * b_count)])
-    row_frame = np.repeat(np.arange(len(a_count)), a_count)  # each row of a: its frame
-    first = np.cumsum(a_count) - a_count  # where each frame's rows of a begin among them
-    rows = a_start[row_frame] + np.arange(len(row_frame)) - first[row_frame]
-    width = b_count[row_frame]  # pairs per row of a
-    shift = b_start[row_frame] - (np.cumsum(width) - width)  # b's first row, less where the row's pairs begin
-    return np.repeat(rows, width), np.arange(p_at[-1]) + np.repeat(shift, width), p_at
 
 
 def _track_coverage(counts: Counts, o_ids: np.ndarray, matched: np.ndarray) -> None:

@@ -131,7 +131,9 @@ class MotmetricsOracle:
 
     def __init__(self, python: Path) -> None:
         self._stderr = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (open while the process runs)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+        # as mmtracking's environment runs: no Python settings of ours, and OpenBLAS's default threads (egoeval sets
+        # OPENBLAS_NUM_THREADS=1 for its own processes, egoeval/__init__.py; the reference keeps its authors' default)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON") and k != "OPENBLAS_NUM_THREADS"}
         env["PYTHONNOUSERSITE"] = "1"
         self._process = subprocess.Popen(
             [str(python), "-u", str(ORACLE)],

@@ -354,9 +354,10 @@ print(json.dumps({"code": code, "table": out.getvalue(), "loaded": sorted(sys.mo
 """
 
 
-def test_score_tracks_official_loads_neither_scipy_optimize_nor_yaml(tmp_path: Path) -> None:
-    """Start-up (issue 30): the command imports what scoring needs (NumPy, pandas, SciPy's assignment solver), not
-    ``scipy.optimize``'s whole package, YAML (only ``--json`` checks dvc.lock) or pydantic; its numbers unchanged."""
+def test_score_tracks_official_loads_neither_pandas_nor_scipy_optimize_nor_yaml(tmp_path: Path) -> None:
+    """Start-up (issue 30): the command imports what scoring needs (NumPy, SciPy's assignment solver), not pandas
+    (the files are read into NumPy columns), ``scipy.optimize``'s whole package, YAML (only ``--json`` checks dvc.lock)
+    or pydantic; its numbers unchanged."""
     args = ["score-tracks", str(MOT / "gt"), str(MOT / "pred"), "--protocol", "official"]
     run = subprocess.run(
         [sys.executable, "-c", SCORE_PROBE, *args], env=tool_env(), capture_output=True, text=True, timeout=120
@@ -365,7 +366,7 @@ def test_score_tracks_official_loads_neither_scipy_optimize_nor_yaml(tmp_path: P
     probe = json.loads(run.stdout)
     assert probe["code"] == 0 and "COMBINED" in probe["table"]
     loaded = set(probe["loaded"])
-    assert {"pandas", "scipy.optimize._lsap"} <= loaded
-    unwanted = loaded & {"scipy.optimize", "scipy.linalg", "yaml", "pydantic"}
+    assert {"numpy", "scipy.optimize._lsap"} <= loaded
+    unwanted = loaded & {"pandas", "pyarrow", "scipy.optimize", "scipy.linalg", "yaml", "pydantic"}
     assert not unwanted, f"egoeval score-tracks --protocol official imports {sorted(unwanted)}"
     assert probe["table"].rstrip("\n") == format_table(score_folders(MOT / "gt", MOT / "pred", "official"))

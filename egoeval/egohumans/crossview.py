@@ -23,7 +23,7 @@ from egoeval.errors import InputError
 from egoeval.io.bounded import read_parquet
 from egoeval.markup import esc, table
 from egoeval.tracking.crossview import CameraView, CrossViewSettings, evaluate_take, summarize_takes
-from egoeval.tracking.mot import WORLD_COLUMNS
+from egoeval.tracking.mot import WORLD_COLUMNS, MotTable
 from egoeval.tracking.trackeval import kept_ground_truth
 
 
@@ -47,11 +47,9 @@ def _world_truth(take: str, views: list[CameraView], roots: pd.DataFrame) -> pd.
     mine = roots[roots["take"] == take]
     if mine.empty:
         return None
+    tables = [(v, MotTable.of(v.gt)) for v in views]
     seen = pd.concat(
-        [
-            pd.DataFrame({"time_stamp": [v.time_stamp[int(f)] for f in v.gt["frame"]], "person": v.gt["id"].to_numpy()})
-            for v in views
-        ],
+        [pd.DataFrame({"time_stamp": [v.time_stamp[int(f)] for f in t.frame], "person": t.id}) for v, t in tables],
         ignore_index=True,
     ).drop_duplicates()
     return seen.merge(mine[["time_stamp", "person", *WORLD_COLUMNS]], on=["time_stamp", "person"], how="inner")

@@ -3,10 +3,11 @@
 Everything is validated on the way in; a bad value raises :class:`~egoeval.errors.InputError` naming the file and the
 row (``annotations[12]``, ``images[3]``, a 1-based line of a text file, a 0-based parquet row, an image path).
 
-Ground truth follows the EgoHumans/mmtracking reading of the annotation (:func:`dataset_keeps`): a box with no
-overlap with its image, with ``area <= 0`` (the annotation's ``area``; ``w * h`` where it has none) or narrower or
-lower than one pixel is dropped; ``ignore`` or ``iscrowd`` boxes are kept with ``conf == 0`` (the MOTChallenge mark
-for "ignore"); every other box has ``conf == 1``. Frames are MOTChallenge frames, ``frame = frame_id + 1``; the
+Ground truth follows the EgoHumans/mmtracking reading of the annotation
+(:func:`~egoeval.egohumans.evaluators.dataset.dataset_keeps`): a box with no overlap with its image, with
+``area <= 0`` (the annotation's ``area``; ``w * h`` where it has none) or narrower or lower than one pixel is dropped;
+``ignore`` or ``iscrowd`` boxes are kept with ``conf == 0`` (the MOTChallenge mark for "ignore"); every other box has
+``conf == 1``. Frames are MOTChallenge frames, ``frame = frame_id + 1``; the
 boxes of a frame keep the annotation's order (mmtracking's, which decides exact ties in the matching).
 
 Images keep what the ego-motion work needs: ``extrinsics`` as a 4 x 4 world-to-camera matrix flattened row-major
@@ -35,6 +36,7 @@ from typing import Any, ClassVar, NoReturn
 import numpy as np
 import pandas as pd
 
+from egoeval.egohumans.evaluators.dataset import dataset_keeps
 from egoeval.egohumans.official_conversion import decode_released_roots
 from egoeval.errors import InputError, RefusedPickleGlobal
 from egoeval.io.bounded import MAX_DEPTH, MAX_ELEMENTS, read_bounded, read_json, read_parquet, read_text
@@ -630,26 +632,6 @@ def _read_ground_truth(doc: dict[str, Any], path: Path, images: pd.DataFrame, vi
         }
     )
     return gt[dataset_keeps(boxes, area, width, height)]
-
-
-def dataset_keeps(
-    boxes: np.ndarray, area: np.ndarray, width: np.ndarray | None = None, height: np.ndarray | None = None
-) -> np.ndarray:
-    """Which ground-truth boxes (``x, y, w, h`` rows) reach mmtracking's ``eval_mot``.
-
-    The rules of EgoHumans' dataset class (``MOTChallengeDatasetCustom._parse_ann_info`` in test mode,
-    rawalkhirodkar/egohumans' vendored mmtracking, the same as mmtracking 0.x's ``MOTChallengeDataset``): a box is
-    dropped when ``inter_w * inter_h == 0`` (``inter_w = max(0, min(x + w, width) - max(x, 0))``: no overlap with
-    its image), when ``area <= 0``, or when ``w < 1`` or ``h < 1``. Without an image size (``width`` None) the
-    overlap rule is not applied.
-    """
-    x, y, w, h = boxes.T
-    keep = (area > 0) & (w >= 1) & (h >= 1)
-    if width is not None and height is not None:
-        inter_w = np.maximum(0, np.minimum(x + w, width) - np.maximum(x, 0))
-        inter_h = np.maximum(0, np.minimum(y + h, height) - np.maximum(y, 0))
-        keep &= inter_w * inter_h != 0
-    return keep
 
 
 def _area(value: Any, path: Path, index: int) -> float:

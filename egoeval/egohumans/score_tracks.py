@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def score_folders(gt_dir: Path, pred_dir: Path, protocol: str = "trackeval") -> dict[str, dict]:
     """Read both folders (validating every row) and score every ground-truth sequence under ``protocol``."""
-    from egoeval.tracking.mot import read_mot, read_mot_folder, read_seqinfo  # pandas: not for --help
+    from egoeval.tracking.mot import read_mot_folder, read_mot_table, read_seqinfo
 
     gt_files = read_mot_folder(gt_dir)
     if not gt_files:
@@ -67,19 +67,19 @@ def score_folders(gt_dir: Path, pred_dir: Path, protocol: str = "trackeval") -> 
         print(f"egoeval score-tracks: no tracker output for {seq}: scored as empty", file=sys.stderr)
     for seq in sorted(set(pred_files) - set(gt_files)):
         print(f"egoeval score-tracks: {pred_files[seq]} has no ground truth: ignored", file=sys.stderr)
-    gt = {seq: read_mot(path, kind="pred") for seq, path in gt_files.items()}  # conf 0 rows: the protocol decides
-    pred = {seq: read_mot(path, kind="pred") for seq, path in pred_files.items() if seq in gt}
+    gt = {seq: read_mot_table(path, kind="pred") for seq, path in gt_files.items()}  # conf 0: the protocol decides
+    pred = {seq: read_mot_table(path, kind="pred") for seq, path in pred_files.items() if seq in gt}
     infos: dict[str, SeqInfo] = {}
     for seq, path in gt_files.items():
         info = read_seqinfo(path)
         if info is None:
             continue
-        for frame, source in ((gt[seq], path), (pred.get(seq), pred_files.get(seq))):
-            if frame is not None and len(frame) and frame["frame"].max() > info.length:
-                raise InputError(source, f"frame {frame['frame'].max()} lies beyond seqLength {info.length} of {seq}")
+        for table, source in ((gt[seq], path), (pred.get(seq), pred_files.get(seq))):
+            if table is not None and len(table) and table.frame.max() > info.length:
+                raise InputError(source, f"frame {table.frame.max()} lies beyond seqLength {info.length} of {seq}")
         infos[seq] = info
     scoring = evaluator(protocol)
-    for seq, frame in gt.items():
+    for seq, table in gt.items():
         info = infos.get(seq)
         size = None if info is None or info.width is None else (info.width, info.height)
         if size is None and scoring.uses_image_size:
@@ -88,7 +88,7 @@ def score_folders(gt_dir: Path, pred_dir: Path, protocol: str = "trackeval") -> 
                 "image are kept, those under 1 px dropped",
                 file=sys.stderr,
             )
-        gt[seq] = scoring.dataset_ground_truth(frame, size)
+        gt[seq] = scoring.dataset_ground_truth(table, size)
     return scoring.evaluate(gt, pred, seq_lengths={seq: info.length for seq, info in infos.items()})
 
 

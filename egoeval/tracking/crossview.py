@@ -39,7 +39,7 @@ from egoeval.tracking.hota import ALPHAS, HOTA
 from egoeval.tracking.identity import Identity
 from egoeval.tracking.identity import final_fields as identity_fields
 from egoeval.tracking.matching import forced_matches, linear_sum_assignment
-from egoeval.tracking.mot import WORLD_COLUMNS
+from egoeval.tracking.mot import WORLD_COLUMNS, MotTable
 from egoeval.tracking.similarity import sequence_data
 
 CAMERA_FIELDS = ["IDF1", "IDP", "IDR"]
@@ -51,7 +51,7 @@ class CameraView:
     """One camera of a take: its ground truth (kept rows), the tracker's rows (with WORLD_COLUMNS for the world
     frame) and each frame's time stamp."""
 
-    gt: pd.DataFrame
+    gt: MotTable | pd.DataFrame
     pred: pd.DataFrame
     time_stamp: dict[int, int]  # frame -> time stamp
 
@@ -113,10 +113,11 @@ def camera_counts(views: list[CameraView], threshold: float, shared_ids: bool, b
     gt_ids, tr_keys, gt_stamps, tr_stamps = [], [], [], []
     pair_gt, pair_tr, pair_stamp = [], [], []
     for camera, view in enumerate(views):
-        data = sequence_data(view.gt, view.pred)
-        frames = np.unique(np.concatenate([view.gt["frame"].to_numpy(np.int64), view.pred["frame"].to_numpy(np.int64)]))
+        gt = MotTable.of(view.gt)
+        data = sequence_data(gt, view.pred)
+        frames = np.unique(np.concatenate([gt.frame, view.pred["frame"].to_numpy(np.int64)]))
         stamp_of = np.array([view.time_stamp[int(f)] for f in frames], dtype=np.int64)
-        gt_unique = np.unique(view.gt["id"].to_numpy(np.int64))
+        gt_unique = np.unique(gt.id)
         tr_unique = np.unique(view.pred["id"].to_numpy(np.int64))
         own_gt = gt_unique[data.gt_ids]
         own_tr = tr_unique[data.tracker_ids]

@@ -1,5 +1,8 @@
 """MOTChallenge text files: reading with validation, exact writing, and finding sequences in a folder.
 
+Rows are read into a :class:`MotTable` (NumPy columns: the scorers' input, no pandas needed, so ``egoeval score-tracks``
+never imports it) or, with :func:`read_mot`, a DataFrame of the same columns.
+
 One box per line: ``frame, id, x, y, w, h, conf[, class, visibility, ...]`` (6 to 10 fields, comma or
 whitespace separated), frames 1-based, ids integers >= 0 and unique within a frame, no NaN or infinity,
 no negative width or height. Ground truth follows TrackEval's MOT15 semantics: a row whose
@@ -14,14 +17,16 @@ import io
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import pandas as pd
 
 from egoeval.errors import InputError
 from egoeval.io.atomic import atomic_write_text
 from egoeval.io.bounded import MAX_LINE_BYTES, long_line, read_bounded, read_text
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 COLUMNS = ["frame", "id", "x", "y", "w", "h", "conf"]
 WORLD_COLUMNS = ["root_x", "root_y", "root_z"]  # a box's world point (a person's 3D root, metres): world.parquet
@@ -29,12 +34,58 @@ MIN_FIELDS, MAX_FIELDS = 6, 10
 _MAX_INT = 2.0**53  # larger "integers" are not exact in the float64 text TrackEval reads
 
 
-def empty_frame() -> pd.DataFrame:
-    """A zero-row frame with read_mot's columns and dtypes."""
-    return _to_frame(np.empty((0, len(COLUMNS))))
+@dataclass(frozen=True)
+class MotTable:
+    """MOTChallenge rows as columns: ``frame`` and ``id`` (int64), ``x, y, w, h, conf`` (float64), in file order."""
+
+    frame: np.ndarray
+    id: np.ndarray
+    x: np.ndarray
+    y: np.ndarray
+    w: np.ndarray
+    h: np.ndarray
+    conf: np.ndarray
+
+    @classmethod
+    def from_values(cls, values: np.ndarray) -> MotTable:
+        """From an (n, 7) float array of the columns in COLUMNS' order."""
+        return cls(*(values[:, k].astype(np.int64 if k < 2 else np.float64) for k in range(len(COLUMNS))))
+
+    @classmethod
+    def empty(cls) -> MotTable:
+        return cls.from_values(np.empty((0, len(COLUMNS))))
+
+    @classmethod
+    def of(cls, table: MotTable | pd.DataFrame) -> MotTable:
+        """``table`` itself, or a DataFrame's columns (``conf`` 1 where it has none, as a tracker's rows may)."""
+        if isinstance(table, MotTable):
+            return table
+        conf = table["conf"].to_numpy(np.float64) if "conf" in table else np.ones(len(table))
+        columns = [table[name].to_numpy(np.int64 if k < 2 else np.float64) for k, name in enumerate(COLUMNS[:6])]
+        return cls(*columns, conf)
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+    def take(self, rows: np.ndarray) -> MotTable:
+        """The rows a boolean mask or an index array selects, in that order."""
+        return MotTable(*(getattr(self, name)[rows] for name in COLUMNS))
+
+    def with_conf(self, conf: np.ndarray) -> MotTable:
+        return MotTable(self.frame, self.id, self.x, self.y, self.w, self.h, conf)
+
+    def to_frame(self) -> pd.DataFrame:
+        import pandas as pd
+
+        return pd.DataFrame({name: getattr(self, name) for name in COLUMNS}, copy=False)
 
 
 def read_mot(path: str | os.PathLike[str], *, kind: Literal["gt", "pred"]) -> pd.DataFrame:
+    """:func:`read_mot_table` as a DataFrame."""
+    return read_mot_table(path, kind=kind).to_frame()
+
+
+def read_mot_table(path: str | os.PathLike[str], *, kind: Literal["gt", "pred"]) -> MotTable:
     """Read and validate one MOTChallenge file; ``kind="gt"`` drops zero-marked rows (MOT15 semantics)."""
     if kind not in ("gt", "pred"):
         raise ValueError(f"kind must be 'gt' or 'pred', not {kind!r}")
@@ -49,18 +100,19 @@ def read_mot(path: str | os.PathLike[str], *, kind: Literal["gt", "pred"]) -> pd
     _validate(path, data, values)
     if kind == "gt":
         values = values[np.trunc(values[:, 6]) != 0]
-    return _to_frame(values)
+    return MotTable.from_values(values)
 
 
-def write_mot(path: str | os.PathLike[str], df: pd.DataFrame) -> None:
+def write_mot(path: str | os.PathLike[str], rows: MotTable | pd.DataFrame) -> None:
     """Write ``frame,id,x,y,w,h,conf,-1,-1,-1`` lines, atomically.
 
     Rows are stably sorted by frame (the order within a frame is kept: it decides ties in matching).
     Floats are written in their shortest round-trip form, so reading the file back gives the same bits.
     """
-    df = df.iloc[np.argsort(df["frame"].to_numpy(np.int64), kind="stable")]
-    columns = [df["frame"].to_numpy(np.int64).astype(str), df["id"].to_numpy(np.int64).astype(str)]
-    columns += [_format_floats(df[name].to_numpy(np.float64)) for name in COLUMNS[2:]]
+    table = MotTable.of(rows)
+    table = table.take(np.argsort(table.frame, kind="stable"))
+    columns: list[Any] = [table.frame.astype(str), table.id.astype(str)]
+    columns += [_format_floats(getattr(table, name)) for name in COLUMNS[2:]]
     lines = [",".join(fields) + ",-1,-1,-1\n" for fields in zip(*columns, strict=True)]
     atomic_write_text(path, "".join(lines))
 
@@ -126,14 +178,10 @@ def _format_floats(values: np.ndarray) -> list[str]:
     return [text[:-2] if text.endswith(".0") else text for text in map(repr, values.tolist())]
 
 
-def _to_frame(values: np.ndarray) -> pd.DataFrame:
-    columns = {name: values[:, k].astype(np.int64 if k < 2 else np.float64) for k, name in enumerate(COLUMNS)}
-    return pd.DataFrame(columns, copy=False)
-
-
 def _parse(path: Path, data: bytes) -> np.ndarray:
-    """All fields as float64, shape (rows, fields): pandas' exact C parser, or a line-by-line one that
-    names the first bad line when the file is not a clean rectangle of numbers."""
+    """All fields as float64, shape (rows, fields): NumPy's C reader (each field through CPython's correctly rounded
+    ``PyOS_string_to_double``, as ``float()``), or a line-by-line one that names the first bad line when the file is
+    not a clean rectangle of numbers."""
     stripped = data.lstrip()
     if not stripped:
         return np.empty((0, MIN_FIELDS))
@@ -141,15 +189,13 @@ def _parse(path: Path, data: bytes) -> np.ndarray:
     comma = b"," in first
     if len(first.split(b",") if comma else first.split()) > MAX_FIELDS + 1:  # + 1: a trailing comma
         return _parse_lines(path, _text(path, data), comma)  # names the line; never a table that wide
-    try:
-        table = pd.read_csv(
-            io.BytesIO(data), sep="," if comma else r"\s+", header=None, dtype=np.float64, na_filter=False
-        )
-        values = table.to_numpy(np.float64)
-    except (ValueError, pd.errors.ParserError):
+    text = _text(path, data)
+    try:  # universal newlines: "\r\n" and "\r" end lines too
+        values = np.loadtxt(io.StringIO(text, newline=None), delimiter="," if comma else None, comments=None, ndmin=2)
+    except ValueError:
         values = None
     if values is None or not MIN_FIELDS <= values.shape[1] <= MAX_FIELDS or np.isnan(values).any():
-        values = _parse_lines(path, _text(path, data), comma)
+        values = _parse_lines(path, text, comma)
     return values
 
 

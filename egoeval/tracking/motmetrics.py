@@ -26,14 +26,18 @@ is not part of ``eval_mot``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence, Set
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from egoeval.tracking.lapjv import LARGE, lapjv
 from egoeval.tracking.matching import frame_pairs, linear_sum_assignment
+from egoeval.tracking.mot import MotTable
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 OVERLAP_EPS = np.float32(1e-6)  # mmdet bbox_overlaps' eps
 
@@ -57,13 +61,13 @@ class Counts:
     frames: int = 0  # accumulated frames
 
 
-def by_frame(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """A read_mot table's rows stably sorted by frame (``order``): frames, ids and boxes ``x1, y1, x2, y2`` in
-    float32, with ``x2 = x + w`` computed in float64 first (as mmdet's COCO reader), and ``order``."""
-    order = np.argsort(df["frame"].to_numpy(np.int64), kind="stable")
-    x, y, w, h = (df[name].to_numpy(np.float64)[order] for name in ("x", "y", "w", "h"))
+def by_frame(table: MotTable) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A table's rows stably sorted by frame (``order``): frames, ids and boxes ``x1, y1, x2, y2`` in float32, with
+    ``x2 = x + w`` computed in float64 first (as mmdet's COCO reader), and ``order``."""
+    order = np.argsort(table.frame, kind="stable")
+    x, y, w, h = (table.x[order], table.y[order], table.w[order], table.h[order])
     boxes = np.stack([x, y, x + w, y + h], axis=1).astype(np.float32)
-    return df["frame"].to_numpy(np.int64)[order], df["id"].to_numpy(np.int64)[order], boxes, order
+    return table.frame[order], table.id[order], boxes, order
 
 
 def overlaps(a: np.ndarray, b: np.ndarray, mode: str = "iou") -> np.ndarray:
@@ -115,7 +119,7 @@ def assign(costs: np.ndarray) -> list[tuple[int, int]]:
     return [(i, j) for i, j in enumerate(row_to_col.tolist()) if j >= 0 and valid[i, j]]
 
 
-def accumulate(gt: pd.DataFrame, pred: pd.DataFrame, iou_threshold: float = 0.5, ignore_iof: float = 0.5) -> Counts:
+def accumulate(gt: MotTable, pred: MotTable, iou_threshold: float = 0.5, ignore_iof: float = 0.5) -> Counts:
     """One video's accumulator. ``gt`` holds every ground-truth row (``conf == 0``: ignore boxes); frames ascending,
     rows within a frame in file order (the order decides ties, as in py-motmetrics).
 
@@ -127,7 +131,7 @@ def accumulate(gt: pd.DataFrame, pred: pd.DataFrame, iou_threshold: float = 0.5,
     py-motmetrics' order: frame by frame, the kept last matches by row, then the others by row."""
     g_frames, g_ids, g_boxes, g_order = by_frame(gt)
     h_frames, h_ids, h_boxes, _ = by_frame(pred)
-    ignored = np.trunc(gt["conf"].to_numpy(np.float64)[g_order]) == 0
+    ignored = np.trunc(gt.conf[g_order]) == 0
     o_frames, o_ids, o_boxes = g_frames[~ignored], g_ids[~ignored], g_boxes[~ignored]
     i_frames, i_boxes = g_frames[ignored], g_boxes[ignored]
     frames = np.unique(np.concatenate([o_frames, h_frames]))
@@ -433,7 +437,10 @@ def summary(counts: list[Counts]) -> dict[str, float | int]:
 
 
 def eval_mot(
-    gt: dict[str, pd.DataFrame], pred: dict[str, pd.DataFrame], iou_threshold: float = 0.5, ignore_iof: float = 0.5
+    gt: Mapping[str, MotTable | pd.DataFrame],
+    pred: Mapping[str, MotTable | pd.DataFrame],
+    iou_threshold: float = 0.5,
+    ignore_iof: float = 0.5,
 ) -> dict[str, dict]:
     """``{"COMBINED": summary, "sequences": {name: summary}}`` as mmtracking's ``eval_mot`` reports them.
 
@@ -442,8 +449,8 @@ def eval_mot(
     """
     per_seq: dict[str, Counts] = {}
     for name in sorted(gt):
-        frame = pred.get(name)
-        counts = accumulate(gt[name], gt[name].iloc[:0] if frame is None else frame, iou_threshold, ignore_iof)
+        tracks = MotTable.empty() if name not in pred else MotTable.of(pred[name])
+        counts = accumulate(MotTable.of(gt[name]), tracks, iou_threshold, ignore_iof)
         if counts.frames:
             per_seq[name] = counts
     return {

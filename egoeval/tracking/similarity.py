@@ -1,13 +1,17 @@
-"""Box IoU computed exactly as TrackEval computes it, and SequenceData built from MOT DataFrames."""
+"""Box IoU computed exactly as TrackEval computes it, and SequenceData built from MOTChallenge rows."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from egoeval.tracking.base import EPS, SequenceData
+from egoeval.tracking.mot import MotTable
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 CHUNK_PAIRS = 1 << 22  # (gt, tracker) pairs looked at once
 
@@ -25,13 +29,15 @@ def box_iou(gt_boxes: np.ndarray, tracker_boxes: np.ndarray, rows: np.ndarray, c
     return intersection / union
 
 
-def sequence_data(gt: pd.DataFrame, pred: pd.DataFrame, num_timesteps: int | None = None) -> SequenceData:
-    """One sequence from read_mot frames (gt already filtered): order by frame, relabel ids, IoU per timestep.
+def sequence_data(
+    gt: MotTable | pd.DataFrame, pred: MotTable | pd.DataFrame, num_timesteps: int | None = None
+) -> SequenceData:
+    """One sequence from MOTChallenge rows (gt already filtered): order by frame, relabel ids, IoU per timestep.
 
     ``num_timesteps`` (the sequence length) defaults to the last frame with a box.
     """
-    gt_frames, gt_ids, gt_boxes = _by_frame(gt, "ground truth")
-    tracker_frames, tracker_ids, tracker_boxes = _by_frame(pred, "tracker output")
+    gt_frames, gt_ids, gt_boxes = _by_frame(MotTable.of(gt), "ground truth")
+    tracker_frames, tracker_ids, tracker_boxes = _by_frame(MotTable.of(pred), "tracker output")
     frames = np.unique(np.concatenate([gt_frames, tracker_frames]))  # the steps: frames with a box
     last = int(frames.max(initial=0))
     if num_timesteps is None:
@@ -65,12 +71,12 @@ def sequence_data(gt: pd.DataFrame, pred: pd.DataFrame, num_timesteps: int | Non
     )
 
 
-def _by_frame(df: pd.DataFrame, what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _by_frame(table: MotTable, what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Frames, ids and (4, n) ``x0, y0, x1, y1`` boxes, stably sorted by frame.
 
     Rejects frames < 1 and an id twice in one frame (TrackEval refuses both).
     """
-    frames, ids = df["frame"].to_numpy(np.int64), df["id"].to_numpy(np.int64)
+    frames, ids = table.frame, table.id
     if len(frames) and frames.min() < 1:
         raise ValueError(f"{what}: frames are 1-based, found frame {frames.min()}")
     order = np.argsort(frames, kind="stable")
@@ -80,8 +86,8 @@ def _by_frame(df: pd.DataFrame, what: str) -> tuple[np.ndarray, np.ndarray, np.n
     if twice.any():
         k = by_id[np.argmax(twice)]
         raise ValueError(f"{what}: id {ids[k]} appears twice in frame {frames[k]}")
-    x, y = df["x"].to_numpy(np.float64)[order], df["y"].to_numpy(np.float64)[order]
-    boxes = np.stack([x, y, x + df["w"].to_numpy(np.float64)[order], y + df["h"].to_numpy(np.float64)[order]])
+    x, y = table.x[order], table.y[order]
+    boxes = np.stack([x, y, x + table.w[order], y + table.h[order]])
     return frames, ids, boxes
 
 

@@ -1,22 +1,29 @@
 """TrackEval's evaluation (MOT15 semantics), vectorised: HOTA, CLEAR and Identity per sequence and combined.
 
-``evaluate_sequences(gt, pred)`` takes read_mot DataFrames per sequence and returns percentages and
-counts per sequence and combined (TrackEval's COMBINED_SEQ rules). ``evaluate`` returns every
+``evaluate_sequences(gt, pred)`` takes MOTChallenge rows (MotTable or read_mot DataFrames) per sequence and returns
+percentages and counts per sequence and combined (TrackEval's COMBINED_SEQ rules). ``evaluate`` returns every
 TrackEval field. Each metric is a unit with ``eval_sequence(SequenceData)`` and ``combine_sequences``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 from tqdm import tqdm
 
 from egoeval.tracking.base import Metric, Result
 from egoeval.tracking.clear import CLEAR
 from egoeval.tracking.hota import HOTA
 from egoeval.tracking.identity import Identity
-from egoeval.tracking.mot import empty_frame
+from egoeval.tracking.mot import MotTable
 from egoeval.tracking.similarity import sequence_data
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    Rows = Mapping[str, MotTable | pd.DataFrame]  # a table per sequence
 
 PERCENT = {"HOTA": ["HOTA", "DetA", "AssA", "LocA", "DetRe", "DetPr", "AssRe", "AssPr"]}
 PERCENT |= {"CLEAR": ["MOTA", "MOTP", "MODA"], "Identity": ["IDF1", "IDP", "IDR"]}
@@ -32,8 +39,8 @@ def metric_units(iou_threshold: float = 0.5) -> list[Metric]:
 
 
 def evaluate(
-    gt: dict[str, pd.DataFrame],
-    pred: dict[str, pd.DataFrame],
+    gt: Rows,
+    pred: Rows,
     iou_threshold: float = 0.5,
     seq_lengths: dict[str, int] | None = None,
     units: list[Metric] | None = None,
@@ -51,7 +58,7 @@ def evaluate(
     units = metric_units(iou_threshold) if units is None else units
     per_seq: dict[str, dict[str, Result]] = {}
     for name in tqdm(sorted(gt), desc="scoring sequences", unit="seq", disable=None, leave=False):
-        data = sequence_data(gt[name], pred[name] if name in pred else empty_frame(), seq_lengths.get(name))
+        data = sequence_data(gt[name], pred[name] if name in pred else MotTable.empty(), seq_lengths.get(name))
         per_seq[name] = {unit.name: unit.eval_sequence(data) for unit in units}
         per_seq[name]["Count"] = {
             "GT_Dets": data.num_gt_dets,
@@ -76,12 +83,12 @@ def summarize(results: dict[str, Result]) -> dict[str, float | int]:
 
 
 def evaluate_sequences(
-    gt: dict[str, pd.DataFrame],
-    pred: dict[str, pd.DataFrame],
+    gt: Rows,
+    pred: Rows,
     iou_threshold: float = 0.5,
     seq_lengths: dict[str, int] | None = None,
 ) -> dict[str, dict]:
-    """``{"COMBINED": summary, "sequences": {name: summary}}`` for read_mot DataFrames (gt already filtered)."""
+    """``{"COMBINED": summary, "sequences": {name: summary}}`` for tables per sequence (gt already filtered)."""
     results = evaluate(gt, pred, iou_threshold, seq_lengths)
     return {
         "COMBINED": summarize(results["COMBINED"]),
@@ -89,6 +96,7 @@ def evaluate_sequences(
     }
 
 
-def kept_ground_truth(gt: pd.DataFrame) -> pd.DataFrame:
+def kept_ground_truth(gt: MotTable | pd.DataFrame) -> MotTable:
     """The rows TrackEval scores (MOT15): ``conf == 0`` rows (ignore boxes) dropped, as read_mot ``kind="gt"``."""
-    return gt[np.trunc(gt["conf"].to_numpy(np.float64)) != 0].reset_index(drop=True)
+    table = MotTable.of(gt)
+    return table.take(np.trunc(table.conf) != 0)

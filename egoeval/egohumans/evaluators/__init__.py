@@ -2,7 +2,8 @@
 
 ``official`` (EgoHumans' evaluation: mmtracking's dataset rules and ``eval_mot`` on py-motmetrics, TrackEval's HOTA
 beside it) and ``trackeval`` (TrackEval's MOT15 semantics). A new protocol is a module here with an Evaluator,
-registered in EVALUATORS (``egohumans.score.protocol`` then allows its name).
+registered in EVALUATORS (``egohumans.score.protocol`` then allows its name). ``dataset`` holds no protocol: the rules
+of EgoHumans' dataset class, which the fetch stage applies too.
 """
 
 from __future__ import annotations

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import pandas as pd
+from egoeval.tracking.mot import MotTable
 
-Tracks = dict[str, pd.DataFrame]  # read_mot tables by sequence
+if TYPE_CHECKING:
+    import pandas as pd
+
+Tracks = Mapping[str, "MotTable | pd.DataFrame"]  # MOTChallenge rows by sequence
 Lengths = dict[str, int]  # frames by sequence
 Scores = dict[str, Any]  # {"protocol": name, "COMBINED": summary, "sequences": {sequence: summary}}
 
@@ -22,15 +26,15 @@ class Evaluator(ABC):
     name: ClassVar[str]
     uses_image_size: ClassVar[bool] = False  # whether dataset_ground_truth drops boxes outside the image
 
-    def dataset_ground_truth(self, gt: pd.DataFrame, image_size: tuple[int, int] | None) -> pd.DataFrame:
+    def dataset_ground_truth(self, gt: MotTable | pd.DataFrame, image_size: tuple[int, int] | None) -> MotTable:
         """The rows of a MOTChallenge ground truth (every row, ``conf == 0``: ignore boxes) that the protocol's dataset
         reader passes on to its evaluation; ``image_size`` is ``(width, height)``, None where unknown. The fetch
         stage has applied these rules to the annotation already; ``egoeval score-tracks`` applies them to files."""
-        return gt
+        return MotTable.of(gt)
 
     @abstractmethod
     def evaluate(self, gt: Tracks, pred: Tracks, iou: float = 0.5, seq_lengths: Lengths | None = None) -> Scores:
-        """``{"protocol": name, "COMBINED": summary, "sequences": {sequence: summary}}`` of read_mot DataFrames by
+        """``{"protocol": name, "COMBINED": summary, "sequences": {sequence: summary}}`` of MOTChallenge rows by
         sequence, boxes matching at IoU >= ``iou``. ``gt`` holds every row (``conf == 0`` marks ignore boxes); a
         sequence missing from ``pred`` has no tracker boxes. ``seq_lengths`` (seqinfo.ini's seqLength) matter where a
         protocol counts frames."""

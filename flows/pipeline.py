@@ -145,7 +145,8 @@ def run_stage(root: str, stage: str, benchmark: str = "", scale_out: dict[str, s
         _run_sharded(root, stage, benchmark, scale_out)
     else:
         _dvc(root, stage, "repro", "--single-item", stage)
-    return {"stage": stage, "key": stage_state(root, stage).key, "outs": stage_outputs(root, stage)}
+    # the key is the inputs' (checked before the run), not whether it ran: no second look at DVC's index
+    return {"stage": stage, "key": current.key, "outs": stage_outputs(root, stage)}
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import compileall
 import contextlib
 import fcntl
+import importlib.util
 import json
 import os
 import shutil
@@ -48,6 +50,10 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     waiting on their own subprocesses (servers starting, model calls with latency, DVC's locks), time another
     worker's CPU work fills."""
     return (os.cpu_count() or 1) + 1
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    compile_packages()  # before xdist starts its workers: they find it done
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -142,8 +148,20 @@ def official_annotation(
     }
 
 
+PACKAGES = ("egoeval", "stages", "flows")  # the project's code every stage, command and flow process imports
+
+
+def compile_packages() -> None:
+    """Bytecode for the project's packages beside their sources (``__pycache__``, ignored by git and DVC), as Python
+    writes it on a first import: copies of the repository take it along, so their processes need not compile the
+    sources again (under PYTHONDONTWRITEBYTECODE, every process would)."""
+    for package in PACKAGES:
+        compileall.compile_dir(REPO / package, quiet=1)
+
+
 def copy_repo(destination: Path) -> Path:
-    """A fresh-clone-like copy of this repository (tracked and untracked-not-ignored files) with its own git."""
+    """A fresh-clone-like copy of this repository (tracked and untracked-not-ignored files) with its own git; each
+    Python source's bytecode comes along where there is some (valid: the copy keeps the source's mtime and size)."""
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
         cwd=REPO,
@@ -155,6 +173,10 @@ def copy_repo(destination: Path) -> Path:
         if source.is_file():
             (destination / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, destination / name)
+            if source.suffix == ".py" and (cached := Path(importlib.util.cache_from_source(source))).is_file():
+                pycache = (destination / name).parent / "__pycache__"
+                pycache.mkdir(exist_ok=True)
+                shutil.copy2(cached, pycache / cached.name)
     subprocess.run(["git", "init", "-q"], cwd=destination, check=True)
     subprocess.run(["git", "add", "-A"], cwd=destination, check=True)
     subprocess.run(

@@ -321,6 +321,27 @@ REPRODUCED_FILES = (
 )
 
 
+WRITE_ONCE = (".dvc/cache", ".git/objects")  # content-addressed stores: a file there is replaced, never rewritten
+
+
+def copy_workspace(source: Path, destination: Path) -> Path:
+    """``shutil.copytree(source, destination, symlinks=True)``, except that the files of DVC's cache and git's object
+    store are hard links to the source's: DVC and git write a new file there, or unlink one, never change one in place
+    (a test that damages an object unlinks it first), so the copy shares them safely and costs half the writes."""
+    shared = tuple(f"{source / store}{os.sep}" for store in WRITE_ONCE)
+
+    def copy(src: str, dst: str) -> object:
+        if src.startswith(shared):
+            try:
+                os.link(src, dst)
+                return dst
+            except OSError:  # another file system: copy
+                pass
+        return shutil.copy2(src, dst)
+
+    return Path(shutil.copytree(source, destination, symlinks=True, copy_function=copy))
+
+
 def shared_temp(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """This run's temporary folder that every pytest-xdist worker shares (the session's own without xdist)."""
     base = tmp_path_factory.getbasetemp()
@@ -353,7 +374,7 @@ def reproduced(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     Built once per test run: the first xdist worker to ask runs ``dvc repro``, the others wait and each takes its own
     copy (so a ``dvc`` command in one worker never meets another's lock). Read-only: a test that changes anything
-    (params, inputs, caches) works on its own copy (``shutil.copytree(reproduced, ..., symlinks=True)``).
+    (params, inputs, caches) works on its own copy (``copy_workspace(reproduced, ...)``).
     """
     shared = shared_temp(tmp_path_factory)
     built, failed = shared / "reproduced", shared / "reproduced.failed"
@@ -369,7 +390,7 @@ def reproduced(tmp_path_factory: pytest.TempPathFactory) -> Path:
             (shared / "reproduced.done").touch()
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return built
-    return Path(shutil.copytree(built, tmp_path_factory.mktemp("reproduced") / "ws", symlinks=True))
+    return copy_workspace(built, tmp_path_factory.mktemp("reproduced") / "ws")
 
 
 def trace_file(tmp_path_factory: pytest.TempPathFactory) -> Path:

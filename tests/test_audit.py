@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import REPO, dvc, tool_env
+from conftest import REPO, copy_workspace, dvc, tool_env
 
 from egoeval.audit import EXIT_NOT_PULLED, main, read_report, run_stages
 from egoeval.dvc_project import StageInfo, pinned_output, pipeline_stages
@@ -103,14 +103,15 @@ def test_full_rederives_every_stage_from_the_pinned_inputs(reproduced: Path) -> 
 
 @pytest.mark.slow
 def test_a_damaged_cache_object_is_rederived_not_reused(reproduced: Path, tmp_path: Path) -> None:
-    root = Path(shutil.copytree(reproduced, tmp_path / "ws", symlinks=True))
+    root = copy_workspace(reproduced, tmp_path / "ws")
     run = "world-gt"
     listing = pinned_output(root, f"data/egohumans/tracks/{run}")
     objects = root / ".dvc/cache/files/md5"
     first = json.loads((objects / listing[:2] / listing[2:]).read_text())[0]["md5"]
     damaged = objects / first[:2] / first[2:]
-    damaged.chmod(0o644)
-    damaged.write_text(damaged.read_text().replace("1", "2", 1))  # same name, other content
+    content = damaged.read_text()
+    damaged.unlink()  # a hard link to the shared workspace's object (conftest.copy_workspace): replaced, not rewritten
+    damaged.write_text(content.replace("1", "2", 1))  # same name, other content
     result = audit(root, "metrics/egohumans.json")
     reused = next(line for line in result.stdout.splitlines() if "reused the pinned outputs of" in line)
     assert f"egohumans_track@{run}" not in reused and "egohumans_track@bytetrack-gt" in reused
@@ -122,7 +123,7 @@ def test_a_damaged_cache_object_is_rederived_not_reused(reproduced: Path, tmp_pa
 
 @pytest.mark.slow
 def test_a_clone_that_did_not_pull_is_told_what_is_missing(reproduced: Path, tmp_path: Path) -> None:
-    first = Path(shutil.copytree(reproduced, tmp_path / "a", symlinks=True))
+    first = copy_workspace(reproduced, tmp_path / "a")
     assert dvc(first, "remote", "add", "-d", "storage", str(tmp_path / "remote")).returncode == 0
     assert dvc(first, "push").returncode == 0
     for args in (["add", "-A"], ["commit", "-qm", "a run and its DVC remote"]):
@@ -195,7 +196,7 @@ def test_a_tampered_number_is_named_with_its_delta(reproduced: Path, tmp_path: P
 @pytest.mark.slow
 def test_changed_params_inputs_and_missing_answers_are_named(reproduced: Path, tmp_path: Path) -> None:
     root = tmp_path / "ws"
-    shutil.copytree(reproduced, root, symlinks=True)
+    copy_workspace(reproduced, root)
     params = yaml.safe_load((root / "params.yaml").read_text())
     params["egonormia"]["score"]["bootstrap_seed"] = 1
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import dvc, tool_env, write_params
+from conftest import copy_workspace, dvc, tool_env, write_params
 from openai_server import OpenAIServer
 
 from egoeval.audit import EXIT_NOT_PULLED
@@ -36,7 +35,7 @@ def audit(root: Path, *options: str, reports: tuple[str, ...] = REPORTS) -> subp
 
 def test_a_second_clone_audits_from_a_dvc_remote_with_no_model_call(reproduced: Path, tmp_path: Path) -> None:
     # the reproduced sample with another model: its EgoNormia stages run again, EgoHumans' are up to date
-    first = Path(shutil.copytree(reproduced, tmp_path / "a", symlinks=True))
+    first = copy_workspace(reproduced, tmp_path / "a")
     with OpenAIServer() as server:
         model = {"backend": "openai", "name": "loopback-vlm", "base_url": server.url, "api_key_env": KEY_ENV}
         write_params(first, {"egonormia": {"model": model, "describe": {"source": "model"}}})

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -18,7 +17,7 @@ from typing import Any
 import pandas as pd
 import pytest
 import yaml
-from conftest import EGOEVAL, REPO, dvc, tool_env
+from conftest import EGOEVAL, REPO, copy_workspace, dvc, tool_env
 from openai_server import KeyedPolicy, OpenAIServer, Served
 from test_infer import KEY_ENV, SECRET, make_items, model_spec, write_stage_inputs
 
@@ -379,7 +378,7 @@ def test_no_file_of_the_workspace_or_the_dvc_cache_holds_the_key_after_a_batch_r
     in every result and error line: no file of the workspace (outputs, the response cache, .dvc/cache, dvc.lock,
     the request files) holds it in any encoding."""
     secret = "sk-canary/" + secrets.token_hex(8) + "+x"  # made at run time; a slash and a plus
-    workspace = Path(shutil.copytree(reproduced, tmp_path / "ws", symlinks=True))
+    workspace = copy_workspace(reproduced, tmp_path / "ws")
     items = pd.read_parquet(workspace / "data/egonormia/fetched/items.parquet")
     params = yaml.safe_load((workspace / "params.yaml").read_text())
     with OpenAIServer(policy=KeyedPolicy.from_items(items), echo_auth=True, schedule=["400"]) as server:

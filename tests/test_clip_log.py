@@ -7,7 +7,6 @@ import base64
 import hashlib
 import json
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from conftest import EGOEVAL, REPO, tool_env, write_params
+from conftest import EGOEVAL, REPO, copy_workspace, tool_env, write_params
 from openai_server import KeyedPolicy, OpenAIServer, last_user_text
 
 from egoeval.backends import ChatRequest, Decoding, ImagePart, Message, TextPart, request_key
@@ -198,7 +197,7 @@ def logged(call: dict[str, Any]) -> str:
 def test_logs_of_a_loopback_endpoint_show_what_it_received_redacted_escaped_and_bounded(
     reproduced: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root = Path(shutil.copytree(reproduced, tmp_path / "ws", symlinks=True))
+    root = copy_workspace(reproduced, tmp_path / "ws")
     items = pd.read_parquet(root / ITEMS)
     with OpenAIServer(policy=hostile(KeyedPolicy.from_items(items)), echo_auth=True) as server:
         model = {"backend": "openai", "name": "loopback-vlm", "base_url": server.url, "api_key_env": KEY_ENV}
@@ -281,7 +280,7 @@ def test_the_user_guide_documents_show_and_its_commands_run(reproduced: Path) ->
 @pytest.mark.slow
 @pytest.mark.bad_input
 def test_a_log_says_when_the_params_or_inputs_changed_since_the_calls(reproduced: Path, tmp_path: Path) -> None:
-    root = Path(shutil.copytree(reproduced, tmp_path / "ws", symlinks=True))
+    root = copy_workspace(reproduced, tmp_path / "ws")
     clip = pd.read_parquet(root / ITEMS)["id"].iloc[0]
     descriptions = pd.read_parquet(root / "data/egonormia/descriptions.parquet")
     descriptions.loc[descriptions["id"] == clip, "description"] = "Another scene than the one the models were told."

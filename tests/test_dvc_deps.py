@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 import yaml
 from code_closure import code_files, covered, key_covered, runs_code, undeclared_code
-from conftest import REPO, copy_repo, dvc, trace_file
+from conftest import REPO, copy_repo, copy_workspace, dvc, trace_file
 
 from egoeval.dvc_project import StageInfo, pipeline_stages
 
@@ -104,7 +103,7 @@ def test_the_params_check_fails_when_a_declared_key_is_removed(
 
 @pytest.mark.slow
 def test_one_byte_in_a_shared_module_makes_dvc_status_name_its_stages(reproduced: Path, tmp_path: Path) -> None:
-    root = Path(shutil.copytree(reproduced, tmp_path / "repo", symlinks=True))
+    root = copy_workspace(reproduced, tmp_path / "repo")
     assert "up to date" in dvc(root, "status").stdout
     with open(root / "egoeval" / "cache.py", "a") as handle:
         handle.write("\n")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import time
 from collections import Counter
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, copy_repo, dvc, tool_env
+from conftest import REPO, copy_repo, copy_workspace, dvc, tool_env
 
 from egoeval.headline import file_stem
 
@@ -28,7 +27,7 @@ def _series(row: dict[str, str]) -> str:
 def test_dvc_plots_show_writes_a_page_that_draws_with_no_network(reproduced: Path, tmp_path: Path) -> None:
     from browser import console_errors, open_browser
 
-    root = Path(shutil.copytree(reproduced, tmp_path / "ws", symlinks=True))
+    root = copy_workspace(reproduced, tmp_path / "ws")
     shown = dvc(root, "plots", "show")
     assert shown.returncode == 0, shown.stderr
     page = root / "dvc_plots" / "index.html"
@@ -56,7 +55,7 @@ def test_dvc_plots_show_writes_a_page_that_draws_with_no_network(reproduced: Pat
 
 @pytest.mark.slow
 def test_dvc_plots_show_draws_one_series_per_model_or_tracker(reproduced: Path, tmp_path: Path) -> None:
-    root = Path(shutil.copytree(reproduced, tmp_path / "ws", symlinks=True))
+    root = copy_workspace(reproduced, tmp_path / "ws")
     shown = dvc(root, "plots", "show", "--json")
     assert shown.returncode == 0, shown.stderr
     rendered = json.loads(shown.stdout)

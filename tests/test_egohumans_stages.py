@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import dvc, official_annotation, run_egohumans_stages
+from conftest import copy_workspace, dvc, official_annotation, run_egohumans_stages
 from oracle_env import MotmetricsOracle, assert_equal_to_oracle
 
 from egoeval.egohumans import crossview, detection, fetching, scoring, tracking
@@ -621,7 +621,7 @@ def test_the_manifest_stands_for_the_data_root_and_every_frame_read_is_checked(
     """egohumans_fetch depends on the manifest, not the data root (no stage walks the root as a dep): a frame
     edited without a new manifest changes no stage's inputs, and the first stage that reads the frame refuses it,
     naming it; restored, the stage runs."""
-    root = shutil.copytree(reproduced, tmp_path / "repo", symlinks=True)
+    root = copy_workspace(reproduced, tmp_path / "repo")
     images = pd.read_parquet(root / "data/egohumans/fetched/images.parquet")
     first = images.sort_values(["sequence", "frame"]).iloc[0]
     frame = root / first["path"]

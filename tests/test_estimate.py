@@ -7,7 +7,6 @@ import io
 import json
 import math
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ import numpy as np
 import pytest
 import qwen2_vl_oracle
 import yaml
-from conftest import dvc, tool_env, write_params
+from conftest import copy_workspace, dvc, tool_env, write_params
 from hypothesis import assume, given
 from hypothesis import strategies as st
 from openai_server import OpenAIServer, prompt_usage
@@ -200,7 +199,7 @@ def egoeval(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_the_estimates_upper_bound_is_the_max_tokens_the_protocol_sends(reproduced: Path, tmp_path: Path) -> None:
     """With nothing cached the completion tokens are each request's own max_tokens: under the official protocol
     2000 a call (what it sends), not egonormia.model.max_tokens."""
-    root = shutil.copytree(reproduced, tmp_path / "repo", symlinks=True)
+    root = copy_workspace(reproduced, tmp_path / "repo")
     protocol = yaml.safe_load((root / "params.yaml").read_text())["egonormia"]["protocol"]
     with OpenAIServer() as server:
         model = {"backend": "openai", "name": "loopback-fresh", "base_url": server.url, "api_key_env": KEY_ENV}
@@ -225,7 +224,7 @@ def test_the_estimates_upper_bound_is_the_max_tokens_the_protocol_sends(reproduc
 
 @pytest.mark.slow
 def test_the_estimate_equals_the_calls_and_cached_share_of_the_run(reproduced: Path, tmp_path: Path) -> None:
-    root = shutil.copytree(reproduced, tmp_path / "repo", symlinks=True)
+    root = copy_workspace(reproduced, tmp_path / "repo")
     with OpenAIServer() as server:
         model = {"backend": "openai", "name": "loopback-vlm", "base_url": server.url, "api_key_env": KEY_ENV}
         model["price"] = {"input": 2.5, "output": 10.0}
@@ -329,7 +328,7 @@ def test_the_infer_stage_prints_its_ledger_and_a_price_change_reruns_the_score_n
     """The user guide's two claims: the infer stage prints what its run cost (calls, hits, retries, tokens, latency,
     cost: the figures of ledger-egonormia_infer.json), and a changed price re-runs the score stage and the reports
     after it, not describe or infer (nothing is asked again), with the metrics' cost at the new price."""
-    root = shutil.copytree(reproduced, tmp_path / "repo", symlinks=True)
+    root = copy_workspace(reproduced, tmp_path / "repo")
     with OpenAIServer() as server:
         model = {"backend": "openai", "name": "loopback-vlm", "base_url": server.url, "api_key_env": KEY_ENV}
         write_params(root, {"egonormia": {"model": model | {"price": {"input": 2.5, "output": 10.0}}}})

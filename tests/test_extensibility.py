@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 from code_closure import undeclared_code
-from conftest import REPO, dvc, nightly_env, tool_env
+from conftest import REPO, copy_workspace, dvc, nightly_env, tool_env
 
 from egoeval.dvc_project import pipeline_stages
 
@@ -280,7 +280,7 @@ def _append_dep(root: Path, stage: str, dep: str) -> None:
 @pytest.mark.slow
 def test_a_third_benchmark_is_its_own_package(reproduced: Path, tmp_path: Path) -> None:
     root = tmp_path / "repo"
-    shutil.copytree(reproduced, root, symlinks=True)
+    copy_workspace(reproduced, root)
     _git(root, "add", "-A")
     _git(root, "commit", "-qm", "reproduced", "--allow-empty")
     base = _git(root, "rev-parse", "HEAD").strip()

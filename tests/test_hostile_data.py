@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import EGOEVAL, TEST_DATA, tool_env, write_params
+from conftest import EGOEVAL, TEST_DATA, copy_workspace, tool_env, write_params
 from PIL import Image
 
 from egoeval.io.bounded import MAX_INPUT_BYTES
@@ -68,7 +68,7 @@ WATCHED = (
 @pytest.fixture(scope="module")
 def workspace(reproduced: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("hostile") / "repo"
-    shutil.copytree(reproduced, root, symlinks=True)
+    copy_workspace(reproduced, root)
     return root
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import shutil
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -14,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import REPO, tool_env
+from conftest import REPO, copy_workspace, tool_env
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -434,7 +433,7 @@ def test_a_stamped_copy_says_when_and_from_which_commit_and_the_pipelines_page_s
     clean = not subprocess.run(status, cwd=reproduced, capture_output=True, text=True, check=True).stdout.strip()
     assert commit == f"commit {head.stdout.strip()}" + ("" if clean else " with uncommitted changes")
     # a tracked file changed since that commit is said (in a copy: the reproduced workspace is shared)
-    changed = Path(shutil.copytree(reproduced, tmp_path / "ws", symlinks=True))
+    changed = copy_workspace(reproduced, tmp_path / "ws")
     (changed / "params.yaml").write_text((changed / "params.yaml").read_text() + "\n")
     assert report(changed, "--stamp", "--out", str(tmp_path / "changed.html")).returncode == 0
     changed_copy = (tmp_path / "changed.html").read_text(encoding="utf-8")
@@ -451,7 +450,7 @@ def test_a_stamped_copy_says_when_and_from_which_commit_and_the_pipelines_page_s
 @pytest.mark.slow
 @pytest.mark.bad_input
 def test_a_missing_input_is_named(reproduced: Path, tmp_path: Path) -> None:
-    root = Path(shutil.copytree(reproduced, tmp_path / "repo", symlinks=True))
+    root = copy_workspace(reproduced, tmp_path / "repo")
     (root / "data/egonormia/predictions.parquet").unlink()
     result = report(root, "--out", str(tmp_path / "page.html"))
     assert result.returncode == 2

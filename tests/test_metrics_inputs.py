@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import EGOEVAL, REPO, copy_repo, tool_env, write_params
+from conftest import EGOEVAL, REPO, copy_repo, copy_workspace, tool_env, write_params
 
 EGONORMIA = json.loads((REPO / "metrics/egonormia.json").read_text())
 EGOHUMANS = json.loads((REPO / "metrics/egohumans.json").read_text())
@@ -119,7 +119,7 @@ def test_the_report_refuses_a_damaged_metrics_file_naming_file_and_key(tmp_path:
 @pytest.mark.bad_input
 @pytest.mark.parametrize("case", ["cross view without COMBINED", "cross view short list"])
 def test_the_report_refuses_a_damaged_egohumans_metrics_file(reproduced: Path, tmp_path: Path, case: str) -> None:
-    root = Path(shutil.copytree(reproduced, tmp_path / "ws", symlinks=True))
+    root = copy_workspace(reproduced, tmp_path / "ws")
     page = (root / "reports/index.html").read_bytes()
     _, metrics, message = BAD[case]
     (root / "metrics/egohumans.json").write_text(json.dumps(metrics))
@@ -136,7 +136,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.bad_input
 def test_the_audit_names_a_truncated_dvc_lock(workspace: Path, tmp_path: Path) -> None:
-    root = Path(shutil.copytree(workspace, tmp_path / "ws", symlinks=True))
+    root = copy_workspace(workspace, tmp_path / "ws")
     lock = (root / "dvc.lock").read_text()
     (root / "dvc.lock").write_text(lock[: len(lock) // 2].rsplit("\n", 1)[0] + "\n      - path: [")
     done = run(root, "audit", "metrics/egonormia.json")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import secrets
-import shutil
 import subprocess
 import sys
 import time
@@ -13,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, REPRODUCED_FILES, dvc
+from conftest import REPO, REPRODUCED_FILES, copy_workspace, dvc
 from openai_server import KeyedPolicy, OpenAIServer
 
 from egoeval.dvc_project import pipeline_stages
@@ -29,7 +28,7 @@ def ran_stages(output: str) -> list[str]:
 @pytest.fixture(scope="module")
 def workspace(reproduced: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """This module's own copy of the reproduced repository, for the tests that change it."""
-    return Path(shutil.copytree(reproduced, tmp_path_factory.mktemp("repo") / "ws", symlinks=True))
+    return copy_workspace(reproduced, tmp_path_factory.mktemp("repo") / "ws")
 
 
 def test_repro_reproduces_the_committed_metrics(reproduced: Path) -> None:

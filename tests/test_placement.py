@@ -6,11 +6,11 @@ feet are cut off or the ray grazes, the information-weighted fusion, and the fig
 from __future__ import annotations
 
 import math
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import REPO, copy_workspace
 from scipy.spatial.transform import Rotation
 
 from bench.placement import SAMPLE, goals, placement_errors, tracker_scores
@@ -26,7 +26,6 @@ from egoeval.egohumans.trackers.placement import (
     ground_plane,
 )
 
-REPO = Path(__file__).resolve().parents[1]
 ARIA = [300.0, 322.0, 238.0, 0.02, -0.004, 0.0005, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
 WIDTH, HEIGHT = 640, 480
 PRIORS = Priors(person_height_m=1.7, eye_height_m=1.6, size_noise=0.2, root_noise=0.1)
@@ -132,7 +131,7 @@ def test_benchmarks_documents_the_sample_as_measured(reproduced: Path, tmp_path:
     here on the sample this run generated (the reproduced workspace: this repository's params, the sample, fetch,
     detect and track stages run by ``dvc repro``, the same calls as ``bench.placement.prepare`` and ``tracker_scores``
     make; the tracks scored by ``tracker_scores``)."""
-    work = Path(shutil.copytree(reproduced, tmp_path / "ws", symlinks=True))
+    work = copy_workspace(reproduced, tmp_path / "ws")
     measured = {"placement": placement_errors(work), "trackers": tracker_scores(work, tracked=True)}
     text = (REPO / "BENCHMARKS.md").read_text()
     rows = _table(text, "### 3D from the download's own inputs")

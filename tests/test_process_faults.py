@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import dvc, nightly_env, tool_env
+from conftest import copy_workspace, dvc, nightly_env, tool_env
 from openai_server import OpenAIServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.bad_input]
@@ -84,7 +84,7 @@ def assert_clean_failure(run: subprocess.CompletedProcess[str], code: int, *word
 
 @pytest.fixture
 def workspace(reproduced: Path, tmp_path: Path) -> Path:
-    return Path(shutil.copytree(reproduced, tmp_path / "ws", symlinks=True))
+    return copy_workspace(reproduced, tmp_path / "ws")
 
 
 def stage(root: Path, module: str, limit_bytes: int | None = None, **env: str) -> subprocess.CompletedProcess[str]:

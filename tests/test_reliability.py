@@ -12,7 +12,6 @@ import json
 import os
 import re
 import secrets
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -25,7 +24,7 @@ import conftest
 import pandas as pd
 import pytest
 import yaml
-from conftest import copy_repo, tool_env
+from conftest import copy_repo, copy_workspace, tool_env
 from openai_server import KeyedPolicy, OpenAIServer, default_policy, last_user_text
 
 pytestmark = pytest.mark.slow
@@ -142,13 +141,13 @@ def items(base: Path) -> pd.DataFrame:
 
 @pytest.fixture
 def workspace(base: Path, tmp_path: Path) -> Path:
-    return Path(shutil.copytree(base, tmp_path / "ws", symlinks=True))
+    return copy_workspace(base, tmp_path / "ws")
 
 
 @pytest.fixture(scope="module")
 def reference(base: Path, items: pd.DataFrame, tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
     """The outputs of one uninterrupted, fault-free run."""
-    root = Path(shutil.copytree(base, tmp_path_factory.mktemp("reference") / "ws", symlinks=True))
+    root = copy_workspace(base, tmp_path_factory.mktemp("reference") / "ws")
     with OpenAIServer(policy=answer_key(items)) as server:
         configure(root, server)
         run = dvc(root, "repro", "egonormia_score")
@@ -293,7 +292,7 @@ def answered_workspace(
 ) -> tuple[Path, str]:
     """A copy of the reproduced sample after one good `dvc repro` of everything against the loopback model (which
     names another model as serving it), and that run's stderr."""
-    root = Path(shutil.copytree(reproduced, tmp_path_factory.mktemp("answered") / "ws", symlinks=True))
+    root = copy_workspace(reproduced, tmp_path_factory.mktemp("answered") / "ws")
     with OpenAIServer(policy=answer_key(items), served_model=SERVED) as server:
         configure(root, server)
         run = dvc(root, "repro")
@@ -374,7 +373,7 @@ def test_a_failed_run_keeps_the_last_good_outputs_and_says_what_to_fix(
     answered_workspace: tuple[Path, str], tmp_path: Path, fault: str
 ) -> None:
     exit_code, message, model = FAILED_RUNS[fault]
-    root = Path(shutil.copytree(answered_workspace[0], tmp_path / "ws", symlinks=True))
+    root = copy_workspace(answered_workspace[0], tmp_path / "ws")
     faults = [] if fault == "unreachable" else [fault] * 20
     with OpenAIServer(per_request=faults, retry_after=3600, hang_s=30, huge_bytes=5_000_000, echo_auth=True) as server:
         url = closed_port_url() if fault == "unreachable" else server.url

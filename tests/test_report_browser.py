@@ -23,7 +23,7 @@ import pandas as pd
 import pytest
 import yaml
 from browser import console_errors, open_browser
-from conftest import EGOEVAL, dvc, tool_env, write_params
+from conftest import EGOEVAL, copy_workspace, dvc, tool_env, write_params
 from PIL import Image
 
 from egoeval.egonormia.published import load_published, select_table
@@ -160,7 +160,7 @@ EGONORMIA_SECTIONS = ("egonormia-leaderboard", "egonormia-paired", "egonormia-ca
 
 @pytest.mark.slow
 def test_a_smoke_run_is_labelled_wherever_its_numbers_show(reproduced: Path, browser: Any, tmp_path: Path) -> None:
-    root = Path(shutil.copytree(reproduced, tmp_path / "repo", symlinks=True))
+    root = copy_workspace(reproduced, tmp_path / "repo")
     write_params(root, {"egonormia": {"fetch": {"limit": 5, "limit_seed": 1}}})
     run = dvc(root, "repro", "report")
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]

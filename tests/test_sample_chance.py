@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import shutil
 from collections import Counter
 from collections.abc import Sequence
 from fractions import Fraction
@@ -24,7 +23,7 @@ from typing import Any
 import pandas as pd
 import pytest
 import yaml
-from conftest import REPO, dvc
+from conftest import REPO, copy_workspace, dvc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from openai_server import OpenAIServer, PositionPolicy
@@ -242,7 +241,7 @@ def by_model(body: dict[str, Any]) -> str:
 @pytest.fixture(scope="module", params=["official", "egoeval"])
 def position_run(request: pytest.FixtureRequest, reproduced: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of the reproduced repository re-run under one protocol with the position answerers and chance."""
-    root = Path(shutil.copytree(reproduced, tmp_path_factory.mktemp(request.param) / "ws", symlinks=True))
+    root = copy_workspace(reproduced, tmp_path_factory.mktemp(request.param) / "ws")
     params = yaml.safe_load((root / "params.yaml").read_text())
     with OpenAIServer(policy=by_model) as server:
         endpoint = {"backend": "openai", "base_url": server.url, "api_key_env": "EGOEVAL_TEST_KEY"}

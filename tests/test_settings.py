@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import EGOEVAL, REPO, dvc, tool_env
+from conftest import EGOEVAL, REPO, copy_workspace, dvc, tool_env
 
 from egoeval.errors import ParamsError
 from egoeval.settings import load_settings, validate_params
@@ -237,9 +237,8 @@ KEPT = ("metrics/egonormia.json", "metrics/egohumans.json", "plots/egonormia/cat
 @pytest.mark.slow
 @pytest.mark.bad_input
 def test_a_typo_in_params_stops_dvc_repro_and_keeps_the_last_good_outputs(reproduced: Path, tmp_path: Path) -> None:
-    import shutil
 
-    root = Path(shutil.copytree(reproduced, tmp_path / "ws", symlinks=True))
+    root = copy_workspace(reproduced, tmp_path / "ws")
     before = {name: (root / name).read_bytes() for name in KEPT}
     (root / "params.yaml").write_text(yaml.safe_dump(edited("egonormia.model.temprature", 0.7), sort_keys=False))
     run = dvc(root, "repro")

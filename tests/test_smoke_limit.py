@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 from fractions import Fraction
@@ -13,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import REPO, dvc, write_params
+from conftest import REPO, copy_workspace, dvc, write_params
 from hypothesis import given
 from hypothesis import strategies as st
 from test_egohumans_official_layout import SET, build_official_download
@@ -127,7 +126,7 @@ def test_a_bad_limit_exits_2_naming_the_key(tmp_path: Path, key: str, value: obj
 
 @pytest.mark.slow
 def test_dvc_repro_with_limits_is_a_smoke_run(reproduced: Path, tmp_path: Path) -> None:
-    root = shutil.copytree(reproduced, tmp_path / "repo", symlinks=True)
+    root = copy_workspace(reproduced, tmp_path / "repo")
     write_params(root, {"egonormia": {"fetch": {"limit": 5, "limit_seed": 1}}, "egohumans": {"fetch": {"limit": 1}}})
     run = dvc(root, "repro")
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]

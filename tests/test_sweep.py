@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import csv
 import io
-import shutil
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from conftest import dvc
+from conftest import copy_workspace, dvc
 
 KEY = "egohumans.track.config.bytetrack.match_thresh"
 IDF1 = "metrics/egohumans/bytetrack-gt.json:IDF1"  # a headline row's column (egoeval.headline)
@@ -18,7 +17,7 @@ IDF1 = "metrics/egohumans/bytetrack-gt.json:IDF1"  # a headline row's column (eg
 
 @pytest.mark.slow
 def test_a_two_point_sweep_with_dvc_exp(reproduced: Path, tmp_path: Path) -> None:
-    root = Path(shutil.copytree(reproduced, tmp_path / "ws", symlinks=True))
+    root = copy_workspace(reproduced, tmp_path / "ws")
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run([*git, "add", "-A"], cwd=root, check=True)
     subprocess.run([*git, "commit", "-qm", "the reproduced sample", "--allow-empty"], cwd=root, check=True)

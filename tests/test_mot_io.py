@@ -8,12 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import TEST_DATA
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from trackeval.datasets._base_dataset import _BaseDataset
 
 from egoeval.errors import InputError
-from egoeval.tracking.mot import COLUMNS, SeqInfo, read_mot, read_mot_folder, read_seqinfo, write_mot
+from egoeval.tracking.mot import COLUMNS, SeqInfo, read_mot, read_mot_folder, read_mot_table, read_seqinfo, write_mot
 
 MOT = TEST_DATA / "mot"
 TUD = ["TUD-Campus", "TUD-Stadtmitte"]
@@ -168,6 +168,26 @@ def test_write_then_read_gives_the_same_bits(rows: list[tuple], tmp_path_factory
     write_mot(path, df)
     assert path.read_bytes() == first
     assert sorted(p.name for p in path.parent.iterdir()) == ["out.txt"]  # atomic: no temporary left behind
+
+
+NUMBER_TEXTS = ["{!r}", "{:.17e}", "{:+.9e}", "{:.3f}", "{:.30g}", "{:.40f}"]  # shortest, long, rounded, padded
+
+
+@settings(max_examples=200, deadline=None)
+@given(fields=st.lists(st.tuples(finite, st.sampled_from(NUMBER_TEXTS)), min_size=1, max_size=40))
+def test_every_field_reads_as_python_float_reads_its_text(
+    fields: list[tuple[float, str]], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """NumPy's reader (the fast path) gives what ``float()`` gives for each field's text, bit for bit: digits beyond
+    17 significant ones included, which a correctly rounded parser must still round right."""
+    texts = [form.format(value) for value, form in fields]
+    assume(np.isfinite([float(text) for text in texts]).all())  # a rounded form of a huge value may overflow
+    path = tmp_path_factory.mktemp("numbers") / "seq.txt"
+    path.write_text("".join(f"{k + 1},7,{text},{text},1,1,1\n" for k, text in enumerate(texts)))
+    table = read_mot_table(path, kind="pred")
+    expected = np.array([float(text) for text in texts])
+    np.testing.assert_array_equal(table.x.view(np.int64), expected.view(np.int64))
+    np.testing.assert_array_equal(table.y.view(np.int64), expected.view(np.int64))
 
 
 def test_written_lines_are_trackeval_readable(tmp_path: Path) -> None:

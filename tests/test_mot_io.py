@@ -63,6 +63,7 @@ def test_gt_zero_marked_rows_follow_trackeval_truncation(tmp_path: Path) -> None
         "1,1,10.5,20,30,40,1,-1,-1,-1,\n2,1,11,21,30,40,0.9,-1,-1,-1,\n",  # trailing comma, as TrackEval allows
         "1,1,10.5,20,30,40,1,-1\n2,1,11,21,30,40,0.9,-1\n",  # 8 columns
         "1,1,10.5,20,30,40,1\n2,1,11,21,30,40,0.9\n",  # 7 columns
+        "\ufeff1,1,10.5,20,30,40,1\n2,1,11,21,30,40,0.9\n",  # UTF-8 with a byte-order mark, as Windows editors save
     ],
 )
 def test_accepted_layouts(tmp_path: Path, text: str) -> None:
@@ -77,7 +78,7 @@ def test_six_columns_mean_every_box_counts(tmp_path: Path) -> None:
     assert len(df) == 2
 
 
-@pytest.mark.parametrize("text", ["", "\n\n  \n"])
+@pytest.mark.parametrize("text", ["", "\n\n  \n", "\ufeff"])
 def test_empty_file_gives_empty_frame(tmp_path: Path, text: str) -> None:
     df = read_mot(write(tmp_path, text), kind="gt")
     assert len(df) == 0

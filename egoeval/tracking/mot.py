@@ -182,16 +182,16 @@ def _parse(path: Path, data: bytes) -> np.ndarray:
     """All fields as float64, shape (rows, fields): NumPy's C reader (each field through CPython's correctly rounded
     ``PyOS_string_to_double``, as ``float()``), or a line-by-line one that names the first bad line when the file is
     not a clean rectangle of numbers."""
-    stripped = data.lstrip()
+    text = _text(path, data)
+    stripped = text.lstrip()
     if not stripped:
         return np.empty((0, MIN_FIELDS))
-    first = stripped.split(b"\n", 1)[0]
-    comma = b"," in first
-    if len(first.split(b",") if comma else first.split()) > MAX_FIELDS + 1:  # + 1: a trailing comma
-        return _parse_lines(path, _text(path, data), comma)  # names the line; never a table that wide
-    text = _text(path, data)
-    try:  # universal newlines: "\r\n" and "\r" end lines too
-        values = np.loadtxt(io.StringIO(text, newline=None), delimiter="," if comma else None, comments=None, ndmin=2)
+    first = stripped.split("\n", 1)[0]
+    comma = "," in first
+    if len(first.split(",") if comma else first.split()) > MAX_FIELDS + 1:  # + 1: a trailing comma
+        return _parse_lines(path, text, comma)  # names the line; never a table that wide
+    try:
+        values = np.loadtxt(io.StringIO(text), delimiter="," if comma else None, comments=None, ndmin=2)
     except ValueError:
         values = None
     if values is None or not MIN_FIELDS <= values.shape[1] <= MAX_FIELDS or np.isnan(values).any():
@@ -200,8 +200,9 @@ def _parse(path: Path, data: bytes) -> np.ndarray:
 
 
 def _text(path: Path, data: bytes) -> str:
+    """The file's text; a leading byte-order mark (as Windows editors save UTF-8) is not part of the first number."""
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         raise InputError(path, f"not UTF-8 text: {err}") from err
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import configparser
 import io
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -78,6 +79,9 @@ class MotTable:
         import pandas as pd
 
         return pd.DataFrame({name: getattr(self, name) for name in COLUMNS}, copy=False)
+
+
+SequenceTables = Mapping[str, "MotTable | pd.DataFrame"]  # MOTChallenge rows by sequence (DataFrames via MotTable.of)
 
 
 def read_mot(path: str | os.PathLike[str], *, kind: Literal["gt", "pred"]) -> pd.DataFrame:

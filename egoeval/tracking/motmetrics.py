@@ -26,18 +26,14 @@ is not part of ``eval_mot``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import Sequence, Set
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from egoeval.tracking.lapjv import LARGE, lapjv
 from egoeval.tracking.matching import frame_pairs, linear_sum_assignment
-from egoeval.tracking.mot import MotTable
-
-if TYPE_CHECKING:
-    import pandas as pd
+from egoeval.tracking.mot import MotTable, SequenceTables
 
 OVERLAP_EPS = np.float32(1e-6)  # mmdet bbox_overlaps' eps
 
@@ -437,8 +433,8 @@ def summary(counts: list[Counts]) -> dict[str, float | int]:
 
 
 def eval_mot(
-    gt: Mapping[str, MotTable | pd.DataFrame],
-    pred: Mapping[str, MotTable | pd.DataFrame],
+    gt: SequenceTables,
+    pred: SequenceTables,
     iou_threshold: float = 0.5,
     ignore_iof: float = 0.5,
 ) -> dict[str, dict]:

@@ -7,7 +7,6 @@ TrackEval field. Each metric is a unit with ``eval_sequence(SequenceData)`` and 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -17,13 +16,11 @@ from egoeval.tracking.base import Metric, Result
 from egoeval.tracking.clear import CLEAR
 from egoeval.tracking.hota import HOTA
 from egoeval.tracking.identity import Identity
-from egoeval.tracking.mot import MotTable
+from egoeval.tracking.mot import MotTable, SequenceTables
 from egoeval.tracking.similarity import sequence_data
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    Rows = Mapping[str, MotTable | pd.DataFrame]  # a table per sequence
 
 PERCENT = {"HOTA": ["HOTA", "DetA", "AssA", "LocA", "DetRe", "DetPr", "AssRe", "AssPr"]}
 PERCENT |= {"CLEAR": ["MOTA", "MOTP", "MODA"], "Identity": ["IDF1", "IDP", "IDR"]}
@@ -39,8 +36,8 @@ def metric_units(iou_threshold: float = 0.5) -> list[Metric]:
 
 
 def evaluate(
-    gt: Rows,
-    pred: Rows,
+    gt: SequenceTables,
+    pred: SequenceTables,
     iou_threshold: float = 0.5,
     seq_lengths: dict[str, int] | None = None,
     units: list[Metric] | None = None,
@@ -83,8 +80,8 @@ def summarize(results: dict[str, Result]) -> dict[str, float | int]:
 
 
 def evaluate_sequences(
-    gt: Rows,
-    pred: Rows,
+    gt: SequenceTables,
+    pred: SequenceTables,
     iou_threshold: float = 0.5,
     seq_lengths: dict[str, int] | None = None,
 ) -> dict[str, dict]:

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from egoeval.tracking.mot import MotTable
+from egoeval.tracking.mot import MotTable, SequenceTables
 
 if TYPE_CHECKING:
     import pandas as pd
 
-Tracks = Mapping[str, "MotTable | pd.DataFrame"]  # MOTChallenge rows by sequence
 Lengths = dict[str, int]  # frames by sequence
 Scores = dict[str, Any]  # {"protocol": name, "COMBINED": summary, "sequences": {sequence: summary}}
 
@@ -33,7 +31,9 @@ class Evaluator(ABC):
         return MotTable.of(gt)
 
     @abstractmethod
-    def evaluate(self, gt: Tracks, pred: Tracks, iou: float = 0.5, seq_lengths: Lengths | None = None) -> Scores:
+    def evaluate(
+        self, gt: SequenceTables, pred: SequenceTables, iou: float = 0.5, seq_lengths: Lengths | None = None
+    ) -> Scores:
         """``{"protocol": name, "COMBINED": summary, "sequences": {sequence: summary}}`` of MOTChallenge rows by
         sequence, boxes matching at IoU >= ``iou``. ``gt`` holds every row (``conf == 0`` marks ignore boxes); a
         sequence missing from ``pred`` has no tracker boxes. ``seq_lengths`` (seqinfo.ini's seqLength) matter where a

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from egoeval.egohumans.evaluators.base import Evaluator, Lengths, Scores, Tracks
+from egoeval.egohumans.evaluators.base import Evaluator, Lengths, Scores
 from egoeval.egohumans.evaluators.dataset import dataset_keeps
 from egoeval.tracking.hota import HOTA
-from egoeval.tracking.mot import MotTable
+from egoeval.tracking.mot import MotTable, SequenceTables
 from egoeval.tracking.motmetrics import eval_mot
 from egoeval.tracking.trackeval import PERCENT, evaluate, kept_ground_truth
 
@@ -53,7 +53,9 @@ class Official(Evaluator):
         width, height = image_size if image_size is not None else (None, None)
         return table.take(dataset_keeps(boxes, table.w * table.h, width, height))
 
-    def evaluate(self, gt: Tracks, pred: Tracks, iou: float = 0.5, seq_lengths: Lengths | None = None) -> Scores:
+    def evaluate(
+        self, gt: SequenceTables, pred: SequenceTables, iou: float = 0.5, seq_lengths: Lengths | None = None
+    ) -> Scores:
         gt = {name: official_ignore_rule(table) for name, table in gt.items()}
         result = eval_mot(gt, pred, iou)
         names = list(result["sequences"])

@@ -96,7 +96,7 @@ def bench_protocol(baseline: Path | None = None) -> dict:
     command on a one-box sequence (its start-up); with ``baseline``, the same commands from that source tree."""
     gt, pred = frames()
     scoring = evaluator("official")
-    gt = {name: scoring.dataset_ground_truth(table, IMAGE).to_frame() for name, table in gt.items()}  # as read
+    gt = {name: scoring.dataset_ground_truth(table, IMAGE).to_frame() for name, table in gt.items()}  # the command's
     boxes = sum(int((np.trunc(df["conf"]) != 0).sum()) for df in gt.values())
     gt_dir, pred_dir = write_folders(DATA / "full", gt, pred)
     one = {"ONE": gt["BENCH-00"].iloc[:1]}

@@ -374,7 +374,9 @@ def reproduced(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     Built once per test run: the first xdist worker to ask runs ``dvc repro``, the others wait and each takes its own
     copy (so a ``dvc`` command in one worker never meets another's lock). Read-only: a test that changes anything
-    (params, inputs, caches) works on its own copy (``copy_workspace(reproduced, ...)``).
+    (params, inputs, caches) works on its own copy (``copy_workspace(reproduced, ...)``), whose DVC cache and git
+    objects are hard links shared with every other copy: a test replaces such a file (unlink, then write), never
+    rewrites it.
     """
     shared = shared_temp(tmp_path_factory)
     built, failed = shared / "reproduced", shared / "reproduced.failed"

@@ -378,7 +378,8 @@ def test_limiter_never_lets_more_than_the_limit_in() -> None:
 
 
 def test_calls_run_concurrently_up_to_the_limit(tmp_path: Path) -> None:
-    latency, concurrency, n = 0.05, 8, 96
+    # each call held long enough that all eight overlap even on a loaded machine (at 0.05 s a busy CI saw 6)
+    latency, concurrency, n = 0.5, 8, 24
     with OpenAIServer(latency_s=latency) as server, ResponseCache(tmp_path / "c.sqlite") as cache:
         client = ModelClient.from_spec(spec(server, concurrency=concurrency), cache)
         from concurrent.futures import ThreadPoolExecutor

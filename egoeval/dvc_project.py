@@ -215,7 +215,10 @@ def stage_state(root: str | os.PathLike[str], name: str) -> StageState:
     from dvc.repo import Repo
 
     with Repo(os.fspath(root)) as repo, _project_lock(repo):
-        (stage,) = [s for s in repo.index.stages if _address(s, repo.root_dir) == name]
+        # the stage's dvc.yaml (by its full path: the working directory may be another) and its dvc.lock entry,
+        # not the whole index (``_address``: ``name`` or ``sub/dvc.yaml:name``)
+        dvcfile, _, stage_name = name.rpartition(":")
+        stage = repo.stage.load_one(os.path.join(repo.root_dir, dvcfile or "dvc.yaml"), stage_name)
         deps: dict[str, Any] = {}
         params: dict[str, Any] = {}
         for dep in stage.deps:

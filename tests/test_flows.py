@@ -603,9 +603,11 @@ def test_real_pipeline_once_twice_then_scaled_out(
     tmp_path: Path, prefect_env: dict[str, str], prefect_server: None
 ) -> None:
     root = fresh_copy(tmp_path / "repo")
-    # every stage of this repository's pipeline, on a smaller sample: the flow's states are what is tested here (the
-    # sample's numbers are the reproduced workspace's: tests/test_pipeline.py)
-    write_params(root, {"egohumans": {"sample": {"sequences": 1, "frames": 40, "people": 3}}})
+    # every stage of this repository's pipeline, on a smaller sample and two of the trackers (every stage of dvc.yaml
+    # still runs: each tracker is an instance of egohumans_track): the flow's states are what is tested here (the
+    # sample's numbers, every tracker's, are the reproduced workspace's: tests/test_pipeline.py)
+    smaller = {"sample": {"sequences": 1, "frames": 40, "people": 3}, "track": {"trackers": ["bytetrack", "botsort"]}}
+    write_params(root, {"egohumans": smaller})
     names = [s.name for s in pipeline_stages(root)]
     assert names[0] == "params" and "egohumans_track@botsort-file" in names
     command = [sys.executable, "-m", "flows.nightly", "--once"]

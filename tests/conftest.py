@@ -418,6 +418,14 @@ def motmetrics_oracle() -> Iterator[MotmetricsOracle]:
 
 
 @pytest.fixture(scope="session", autouse=True)
+def dvc_site_cache_in_this_run(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """DVC keeps a folder per project path (its file-hash state, ~3 MB) in its site cache, /var/tmp/dvc by default:
+    every workspace a test copies would leave one there for good. This run's DVC commands (and the DVC API in
+    process) keep them in this run's temporary folder instead, removed with it."""
+    os.environ["DVC_SITE_CACHE_DIR"] = str(shared_temp(tmp_path_factory) / "dvc-site-cache")
+
+
+@pytest.fixture(scope="session", autouse=True)
 def stop_temporary_prefect_servers() -> Iterator[None]:
     """Stop any temporary Prefect server an in-process flow started, while pytest still owns the output streams."""
     yield

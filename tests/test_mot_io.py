@@ -60,6 +60,8 @@ def test_gt_zero_marked_rows_follow_trackeval_truncation(tmp_path: Path) -> None
         "1,1,10.5,20,30,40,1,-1,-1,-1\n2,1,11,21,30,40,0.9,-1,-1,-1\n",
         "1 1 10.5 20 30 40 1 -1 -1 -1\n2\t1  11 21 30 40 0.9 -1 -1 -1\n",  # whitespace separated
         "1, 1, 10.5, 20, 30, 40, 1, -1, -1, -1\r\n\r\n2, 1, 11, 21, 30, 40, 0.9, -1, -1, -1\r\n",  # spaces, CRLF, blank
+        "1,1,10.5,20,30,40,1,-1,-1,-1\r2,1,11,21,30,40,0.9,-1,-1,-1\r",  # lines ended by CR alone
+        "1 1 10.5 20 30 40 1\r2 1 11 21 30 40 0.9",  # CR alone, whitespace separated, no last line end
         "1,1,10.5,20,30,40,1,-1,-1,-1,\n2,1,11,21,30,40,0.9,-1,-1,-1,\n",  # trailing comma, as TrackEval allows
         "1,1,10.5,20,30,40,1,-1\n2,1,11,21,30,40,0.9,-1\n",  # 8 columns
         "1,1,10.5,20,30,40,1\n2,1,11,21,30,40,0.9\n",  # 7 columns
@@ -115,6 +117,15 @@ def test_bad_rows_name_file_and_line(tmp_path: Path, bad: str, row: int, message
     assert info.value.path == str(path)
     assert info.value.row == row
     assert message in str(info.value)
+
+
+@pytest.mark.bad_input
+@pytest.mark.parametrize("end", ["\r", "\r\n"])
+def test_a_bad_row_is_named_by_its_line_whatever_ends_the_lines(tmp_path: Path, end: str) -> None:
+    text = GOOD + "\n" + "2,1,0,0,-5,5,1,-1,-1,-1\n" + GOOD.replace("1,1,", "3,1,")  # line 2 is blank
+    with pytest.raises(InputError) as info:
+        read_mot(write(tmp_path, text.replace("\n", end)), kind="gt")
+    assert info.value.row == 3 and "negative width or height" in str(info.value)
 
 
 @pytest.mark.bad_input

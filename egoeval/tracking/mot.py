@@ -97,11 +97,12 @@ def read_mot_table(path: str | os.PathLike[str], *, kind: Literal["gt", "pred"])
     data = read_bounded(path)
     if (line := long_line(data)) is not None:
         raise InputError(path, f"longer than {MAX_LINE_BYTES:,} bytes: not a line of this format", row=line)
-    values = _parse(path, data)
+    text = _text(path, data)
+    values = _parse(path, text)
     if values.shape[1] == MIN_FIELDS:
         values = np.column_stack([values, np.ones(len(values))])  # no conf column: keep every row
     values = values[:, : len(COLUMNS)]
-    _validate(path, data, values)
+    _validate(path, text, values)
     if kind == "gt":
         values = values[np.trunc(values[:, 6]) != 0]
     return MotTable.from_values(values)
@@ -182,11 +183,10 @@ def _format_floats(values: np.ndarray) -> list[str]:
     return [text[:-2] if text.endswith(".0") else text for text in map(repr, values.tolist())]
 
 
-def _parse(path: Path, data: bytes) -> np.ndarray:
+def _parse(path: Path, text: str) -> np.ndarray:
     """All fields as float64, shape (rows, fields): NumPy's C reader (each field through CPython's correctly rounded
     ``PyOS_string_to_double``, as ``float()``), or a line-by-line one that names the first bad line when the file is
-    not a clean rectangle of numbers."""
-    text = _text(path, data)
+    not a clean rectangle of numbers (``text``: :func:`_text`'s)."""
     stripped = text.lstrip()
     if not stripped:
         return np.empty((0, MIN_FIELDS))
@@ -204,11 +204,13 @@ def _parse(path: Path, data: bytes) -> np.ndarray:
 
 
 def _text(path: Path, data: bytes) -> str:
-    """The file's text; a leading byte-order mark (as Windows editors save UTF-8) is not part of the first number."""
+    """The file's text with every line ended by LF (CR LF and a lone CR end lines too, as in pandas' reader); a
+    leading byte-order mark (as Windows editors save UTF-8) is not part of the first number."""
     try:
-        return data.decode("utf-8-sig")
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         raise InputError(path, f"not UTF-8 text: {err}") from err
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
 
 def _parse_lines(path: Path, text: str, comma: bool) -> np.ndarray:
@@ -242,7 +244,7 @@ def _is_float(field: str) -> bool:
     return True
 
 
-def _validate(path: Path, data: bytes, values: np.ndarray) -> None:
+def _validate(path: Path, text: str, values: np.ndarray) -> None:
     """Raise InputError for the first bad row (1-based line number in the file)."""
     checks = [
         (~np.isfinite(values).all(axis=1), "NaN or infinite value"),
@@ -255,7 +257,7 @@ def _validate(path: Path, data: bytes, values: np.ndarray) -> None:
     for bad, message in checks:
         if bad.any():
             index = int(np.argmax(bad))
-            raise InputError(path, f"{message}: {_fields(values[index])}", row=_line_numbers(data, [index])[0])
+            raise InputError(path, f"{message}: {_fields(values[index])}", row=_line_numbers(text, [index])[0])
     if len(values) < 2:
         return
     order = np.lexsort((values[:, 1], values[:, 0]))
@@ -263,7 +265,7 @@ def _validate(path: Path, data: bytes, values: np.ndarray) -> None:
     if same.any():
         pairs = np.sort(np.column_stack([order[:-1][same], order[1:][same]]), axis=1)
         first, second = pairs[np.argmin(pairs[:, 1])]
-        rows = _line_numbers(data, [int(first), int(second)])
+        rows = _line_numbers(text, [int(first), int(second)])
         frame, track = int(values[first, 0]), int(values[first, 1])
         raise InputError(path, f"id {track} appears twice in frame {frame} (rows {rows[0]} and {rows[1]})", row=rows[1])
 
@@ -272,7 +274,7 @@ def _fields(row: np.ndarray) -> str:
     return ", ".join(repr(float(value)) for value in row)
 
 
-def _line_numbers(data: bytes, indices: list[int]) -> list[int]:
-    """1-based file line numbers of the given data rows (blank lines are not rows)."""
-    lines = [number for number, line in enumerate(data.split(b"\n"), start=1) if line.strip()]
+def _line_numbers(text: str, indices: list[int]) -> list[int]:
+    """1-based file line numbers of the given data rows (blank lines are not rows; ``text``: :func:`_text`'s)."""
+    lines = [number for number, line in enumerate(text.split("\n"), start=1) if line.strip()]
     return [lines[index] for index in indices]

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import forked
 import pandas as pd
 import pytest
 import yaml
@@ -31,7 +32,7 @@ Rederived = tuple[subprocess.CompletedProcess, Path]
 def audit(root: Path, *reported: str | Path) -> subprocess.CompletedProcess[str]:
     """The console command, run from inside the workspace as a user would."""
     command = [sys.executable, "-m", "egoeval.cli", "audit", *map(str, reported)]
-    return subprocess.run(command, cwd=root, env=tool_env(), capture_output=True, text=True, check=False)
+    return forked.run(command, root, tool_env())
 
 
 @pytest.fixture(scope="module")

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+import forked
 import pandas as pd
 import pytest
 from conftest import EGOEVAL, TEST_DATA, infer_stage, write_params
@@ -209,7 +211,7 @@ def test_score_norms_refuses_what_it_cannot_score(tmp_path: Path, case: str) -> 
     content, message = SCORE_NORMS_BAD[case]
     path = tmp_path / "eval.json"
     path.write_text(content)
-    run = subprocess.run([EGOEVAL, "score-norms", "--official-eval", str(path)], capture_output=True, text=True)
+    run = forked.run([EGOEVAL, "score-norms", "--official-eval", str(path)], Path.cwd(), dict(os.environ))
     assert run.returncode == 2 and message in run.stderr and "Traceback" not in run.stderr, run.stderr
     assert str(path) in run.stderr and run.stdout == ""
 
@@ -246,9 +248,7 @@ MISSING_UPSTREAM = {
 @pytest.mark.parametrize("command", sorted(MISSING_UPSTREAM))
 def test_a_stage_without_its_inputs_names_the_missing_file(tmp_path: Path, command: str) -> None:
     write_params(tmp_path)
-    run = subprocess.run(
-        [sys.executable, "-m", *command.split()], cwd=tmp_path, env=command_env(), capture_output=True, text=True
-    )
+    run = forked.run([sys.executable, "-m", *command.split()], tmp_path, command_env())
     assert run.returncode == 2, run.stdout + run.stderr
     (line,) = [line for line in run.stderr.splitlines() if line.startswith("error: bad input: ")]
     assert MISSING_UPSTREAM[command] in line and "Traceback" not in run.stderr

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import forked
 import pytest
 from conftest import EGOEVAL, TEST_DATA, copy_repo, tool_env
 
@@ -26,7 +27,7 @@ def egoeval(*args: str | Path, cwd: Path | None = None, shell_suffix: str = "") 
     if shell_suffix:
         command = " ".join(f"'{word}'" for word in [EGOEVAL, *map(str, args)]) + shell_suffix
         return subprocess.run(command, shell=True, executable="/bin/bash", cwd=cwd, capture_output=True, text=True)
-    return subprocess.run([EGOEVAL, *map(str, args)], cwd=cwd, env=tool_env(), capture_output=True, text=True)
+    return forked.run([EGOEVAL, *map(str, args)], cwd or Path.cwd(), tool_env())
 
 
 def one_error(run: subprocess.CompletedProcess[str], code: int = 2) -> str:
@@ -182,9 +183,7 @@ def test_extra_or_missing_arguments_get_usage_not_silence(
     ],
 )
 def test_a_stage_given_a_wrong_argument_says_which(workspace: Path, module: str) -> None:
-    run = subprocess.run(
-        [sys.executable, "-m", *module.split()], cwd=workspace, env=tool_env(), capture_output=True, text=True
-    )
+    run = forked.run([sys.executable, "-m", *module.split()], workspace, tool_env())
     line = one_error(run)
     if "nope --mode" in module:
         assert line == (

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import forked
 import pandas as pd
 import pytest
 from conftest import EGOEVAL, REPO, copy_workspace, tool_env, write_params
@@ -32,9 +33,7 @@ LONG = 30_000  # characters of a reply: more than a log shows
 
 def show(root: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     """``egoeval show ARGS`` in the workspace ``root``."""
-    return subprocess.run(
-        [EGOEVAL, "show", *args], cwd=root, env=tool_env(**env), capture_output=True, text=True, timeout=300
-    )
+    return forked.run([EGOEVAL, "show", *args], root, tool_env(**env), timeout=300)
 
 
 def sent_request(call: dict[str, Any], root: Path) -> ChatRequest:

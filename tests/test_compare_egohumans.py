@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import forked
 import pytest
 import yaml
 from conftest import REPO, write_params
@@ -52,9 +54,7 @@ def compare(root: Path, published: dict[str, str], metrics: dict | None = None) 
     shutil.copytree(REPO / "data/published/egohumans", root / "data/published/egohumans", dirs_exist_ok=True)
     (root / "metrics").mkdir(exist_ok=True)
     (root / "metrics/egohumans.json").write_text(json.dumps(METRICS if metrics is None else metrics))
-    return subprocess.run(
-        [EGOEVAL, "compare", "metrics/egohumans.json"], cwd=root, capture_output=True, text=True, timeout=120
-    )
+    return forked.run([EGOEVAL, "compare", "metrics/egohumans.json"], root, dict(os.environ), timeout=120)
 
 
 def test_runs_beside_published_rows(tmp_path: Path) -> None:

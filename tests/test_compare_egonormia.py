@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import forked
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -211,9 +213,7 @@ def _metrics(tmp_path: Path, **extra: object) -> Path:
 def compare(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     if not (cwd / "params.yaml").exists():
         (cwd / "params.yaml").write_text((REPO / "params.yaml").read_text())
-    return subprocess.run(
-        [sys.executable, "-m", "egoeval.cli", "compare", *args], cwd=cwd, capture_output=True, text=True
-    )
+    return forked.run([sys.executable, "-m", "egoeval.cli", "compare", *args], cwd, dict(os.environ))
 
 
 def test_compare_prints_published_figures_beside_ours(tmp_path: Path) -> None:

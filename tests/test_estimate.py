@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import forked
 import numpy as np
 import pytest
 import qwen2_vl_oracle
@@ -185,14 +186,7 @@ def test_the_ledger_counts_calls_hits_retries_usage_and_cost(
 
 
 def egoeval(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "egoeval.cli", *args],
-        cwd=root,
-        env=tool_env(**{KEY_ENV: "sk-estimate"}),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    return forked.run([sys.executable, "-m", "egoeval.cli", *args], root, tool_env(**{KEY_ENV: "sk-estimate"}))
 
 
 @pytest.mark.slow

@@ -27,6 +27,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import forked
 import numpy as np
 import pandas as pd
 import pytest
@@ -101,7 +102,7 @@ def watched(root: Path) -> dict[str, str]:
 def run(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """``python -m <args>`` (a stage) or ``egoeval <args>`` in ``root``."""
     command = [EGOEVAL, *args[1:]] if args[0] == "egoeval" else [sys.executable, "-m", *args]
-    return subprocess.run(command, cwd=root, env=tool_env(**(env or {})), capture_output=True, text=True, timeout=600)
+    return forked.run(command, root, tool_env(**(env or {})), timeout=600)  # a process of its own, forked warm
 
 
 def refused(root: Path, args: tuple[str, ...], *named: str, status: int = 2, env: dict[str, str] | None = None) -> str:

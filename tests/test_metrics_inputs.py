@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import forked
 import pytest
 from conftest import EGOEVAL, REPO, copy_repo, copy_workspace, tool_env, write_params
 
@@ -19,7 +20,7 @@ EGOHUMANS = json.loads((REPO / "metrics/egohumans.json").read_text())
 
 
 def run(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([EGOEVAL, *args], cwd=root, capture_output=True, text=True, env=tool_env(), timeout=300)
+    return forked.run([EGOEVAL, *args], root, tool_env(), timeout=300)
 
 
 def edited(metrics: dict[str, Any], keys: tuple[str, ...], value: Any) -> dict[str, Any]:

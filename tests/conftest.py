@@ -243,10 +243,35 @@ def tool_env(**extra: str) -> dict[str, str]:
 
 def nightly_env(prefect_home: Path, **extra: str) -> dict[str, str]:
     """The environment for a ``python -m flows.nightly`` subprocess as a user's shell has it: its own PREFECT_HOME,
-    no server configured, no other Prefect setting (the flows set the temporary server's startup timeout themselves)."""
+    no server configured, no other Prefect setting (the flows set the temporary server's startup timeout themselves).
+    A new PREFECT_HOME starts with this run's migrated database (``seed_prefect_home``)."""
     env = {k: v for k, v in tool_env().items() if not k.startswith("PREFECT_")}
     env.update(PREFECT_HOME=str(prefect_home), PREFECT_SERVER_ANALYTICS_ENABLED="false", **extra)
+    seed_prefect_home(prefect_home, env)
     return env
+
+
+PREFECT_DATABASE: list[Path] = []  # this run's migrated Prefect database (prefect_database_in_this_run sets it)
+
+
+def seed_prefect_home(home: Path, env: dict[str, str]) -> None:
+    """Put a copy of this run's migrated Prefect database (built once, by `prefect server database upgrade`) in a
+    PREFECT_HOME that has none: every server (temporary or not) would otherwise migrate its own new, empty database
+    first, ~5 CPU s each. The database is what the same Prefect makes of a new home; it holds no runs."""
+    if (home / "prefect.db").exists() or not PREFECT_DATABASE:
+        return
+    (database,) = PREFECT_DATABASE
+    with exclusive(database.parent.with_suffix(".lock")):
+        if not database.is_file():
+            building = database.parent.with_name("prefect-database.building")
+            shutil.rmtree(building, ignore_errors=True)
+            building.mkdir(parents=True)
+            upgrade = [str(Path(sys.executable).with_name("prefect")), "server", "database", "upgrade", "-y"]
+            run = subprocess.run(upgrade, env={**env, "PREFECT_HOME": str(building)}, capture_output=True, text=True)
+            assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+            building.rename(database.parent)
+    home.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(database, home / "prefect.db")
 
 
 # ------------------------------------------------ a real Prefect server (`prefect server start`) and its processes
@@ -423,6 +448,12 @@ def dvc_site_cache_in_this_run(tmp_path_factory: pytest.TempPathFactory) -> None
     every workspace a test copies would leave one there for good. This run's DVC commands (and the DVC API in
     process) keep them in this run's temporary folder instead, removed with it."""
     os.environ["DVC_SITE_CACHE_DIR"] = str(shared_temp(tmp_path_factory) / "dvc-site-cache")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def prefect_database_in_this_run(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Where this run keeps the migrated Prefect database every new PREFECT_HOME starts from (seed_prefect_home)."""
+    PREFECT_DATABASE[:] = [shared_temp(tmp_path_factory) / "prefect-database" / "prefect.db"]
 
 
 @pytest.fixture(scope="session", autouse=True)

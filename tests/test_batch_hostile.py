@@ -14,6 +14,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
+import forked
 import pandas as pd
 import pytest
 import yaml
@@ -46,7 +47,7 @@ def set_model(root: Path, **changes: Any) -> None:
 def infer(root: Path) -> subprocess.CompletedProcess[str]:
     stage = [sys.executable, "-m", "stages.egonormia.infer"]
     env = tool_env(**{KEY_ENV: SECRET})
-    return subprocess.run(stage, cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    return forked.run(stage, root, env, timeout=300)
 
 
 def kept(root: Path) -> dict[str, bytes]:

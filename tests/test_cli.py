@@ -12,6 +12,7 @@ import tomllib
 from importlib.metadata import version
 from pathlib import Path
 
+import forked
 import pytest
 from conftest import EGOEVAL, REPO, tool_env
 
@@ -34,7 +35,7 @@ print(json.dumps({"code": code, "help": out.getvalue(), "loaded": sorted(sys.mod
 
 
 def egoeval_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([EGOEVAL, *args], env=tool_env(), capture_output=True, text=True, timeout=120)
+    return forked.run([EGOEVAL, *args], Path.cwd(), tool_env(), timeout=120)
 
 
 @pytest.mark.parametrize("name", ["", *commands()])
@@ -101,9 +102,7 @@ def test_commands_find_the_project_root_from_a_subfolder_as_dvc_does(tmp_path: P
     assert project_root(elsewhere) == elsewhere  # no project above: the folder itself (the command says so)
 
     def from_docs(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [EGOEVAL, *args], cwd=REPO / "docs", env=tool_env(), capture_output=True, text=True, timeout=120
-        )
+        return forked.run([EGOEVAL, *args], REPO / "docs", tool_env(), timeout=120)
 
     checked = from_docs("check-params")
     assert (checked.returncode, checked.stdout) == (0, "../params.yaml: ok\n"), checked.stderr

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import forked
 import numpy as np
 import pandas as pd
 import pytest
@@ -407,7 +408,5 @@ def test_a_missing_key_variable_stops_the_stage_before_its_first_request(
 
 def describe_in(root: Path) -> int:
     """The describe stage (from the dataset: no model call) in ``root``, as its CLI runs it."""
-    run = subprocess.run(
-        [sys.executable, "-m", "stages.egonormia.describe"], cwd=root, env=tool_env(), capture_output=True, timeout=120
-    )
+    run = forked.run([sys.executable, "-m", "stages.egonormia.describe"], root, tool_env(), timeout=120)
     return run.returncode

@@ -14,6 +14,7 @@ from itertools import combinations
 from math import comb
 from pathlib import Path
 
+import forked
 import numpy as np
 import pandas as pd
 import pytest
@@ -307,9 +308,7 @@ def test_egohumans_paired_csv_from_the_score_stage(reproduced: Path) -> None:
 
 
 def compare(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [EGOEVAL, "compare", "metrics/egonormia.json", *args], cwd=root, env=tool_env(), capture_output=True, text=True
-    )
+    return forked.run([EGOEVAL, "compare", "metrics/egonormia.json", *args], root, tool_env())
 
 
 @pytest.mark.slow

@@ -28,7 +28,7 @@ import atexit, importlib, importlib.util, io, json, os, runpy, signal, sys, thre
 import egoeval  # noqa: F401  (OPENBLAS_NUM_THREADS before NumPy)
 for name in sys.argv[1:]:
     importlib.import_module(name)
-project = [m for m in sys.modules if m == "egoeval" or m.startswith(("egoeval.", "stages", "flows", "bench"))]
+project = [m for m in sys.modules if m.split(".")[0] in ("egoeval", "stages", "flows", "bench")]
 for name in project:  # each command imports the project afresh, as `python -m` does
     del sys.modules[name]
 requests, replies = sys.stdin.buffer, sys.stdout.buffer

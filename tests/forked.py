@@ -152,7 +152,7 @@ def run(command: list[str], cwd: Path, env: dict[str, str], timeout: float = 600
     python = command[:2] == [sys.executable, "-m"] and len(command) > 2
     script = Path(command[0]).name == "egoeval"
     if _server is None:
-        _server = Forked({key: value for key, value in env.items()})
+        _server = Forked(dict(env))
     startup = [key for key in set(env) | set(_server.env) if key.startswith(("PYTHON", "LC_", "LANG"))]
     if not (python or script) or any(env.get(key) != _server.env.get(key) for key in startup):
         return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)

@@ -9,12 +9,15 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export YOLO_OFFLINE := 1
+# Python writes each module's bytecode on its first import (make setup compiles none up front): without it, every
+# stage, test and CLI process would compile torch, pandas and the rest again (~4 s each)
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup repro test lint bench nightly clean
 
 PIP    := $(BIN)/python -m pip
 
-# uv installs what pip would, from pip's own package sources (.ci/install.py), linking from its cache: ~25 s, not ~100
+# uv installs what pip would, from pip's own package sources (.ci/install.py), linking from its cache: seconds, not ~100
 INSTALL := $(BIN)/python .ci/install.py
 
 $(STAMP): pyproject.toml .ci/install.py

@@ -119,7 +119,7 @@ def _setup_install(venv: Path) -> tuple[str, str]:
 def test_make_setup_installs_with_uv_from_the_package_sources_pip_is_set_up_with(tmp_path: Path) -> None:
     """`make setup`'s install line (``.ci/install.py``, as `make -n` prints it) hands pip's settings to uv: in a fresh
     venv, a package found only in pip's find-links (a PIP_* variable) installs at the version a constraint in pip's
-    configuration file allows (its ``install`` section beats ``global``), compiled to bytecode, no index asked."""
+    configuration file allows (its ``install`` section beats ``global``), no index asked."""
     python, script = _setup_install(tmp_path / "venv")
     wheels = tmp_path / "wheels"
     wheels.mkdir()
@@ -149,7 +149,23 @@ def test_make_setup_installs_with_uv_from_the_package_sources_pip_is_set_up_with
     ).stdout.strip()
     package = Path(site) / "egoeval_probe"
     assert (package / "__init__.py").read_text() == "VERSION = '1.0'\n"
-    assert list((package / "__pycache__").glob("__init__.*.pyc")), "not compiled to bytecode"
+
+
+def test_the_makefiles_commands_write_bytecode_where_the_environment_says_not_to(tmp_path: Path) -> None:
+    """`make setup` compiles no bytecode up front: the Makefile's commands write it on a module's first import, also
+    under PYTHONDONTWRITEBYTECODE (else every process would compile torch and pandas again); outside make, the
+    variable holds."""
+    (tmp_path / "probe_module.py").write_text("VALUE = 1\n")
+    command = f"python -c 'import sys; sys.path.insert(0, \"{tmp_path}\"); import probe_module'"
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    subprocess.run(["sh", "-c", command], env=env, check=True, timeout=60)
+    assert not (tmp_path / "__pycache__").exists()
+    recipe = f"probe-bytecode: ; @{command}"
+    run = subprocess.run(
+        ["make", "-s", "--eval", recipe, "probe-bytecode"], cwd=REPO, env=env, capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr
+    assert list((tmp_path / "__pycache__").glob("probe_module.*.pyc")), "make's command wrote no bytecode"
 
 
 @pytest.mark.slow

@@ -16,7 +16,7 @@ are ultralytics' ByteTrack, unchanged; the tracker's settings are ByteTrack's (`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from typing import Any
 
 import numpy as np
@@ -61,16 +61,21 @@ class CameraModel:
         out[..., 1] += powers @ self.thin_prism[2:4]
         return out
 
+    @cached_property
+    def _radial_terms(self) -> tuple[tuple[float, float], ...]:
+        """(k_i, (2 i + 3) k_i) from the last nonzero term down to k0 (trailing zero terms add nothing)."""
+        terms = [float(k) for k in self.radial]
+        while terms and terms[-1] == 0.0:
+            terms.pop()
+        return tuple((terms[i], (2 * i + 3) * terms[i]) for i in range(len(terms) - 1, -1, -1))
+
     def _radial(self, t2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """At theta^2 = ``t2``: theta_d / theta = 1 + k0 theta^2 + k1 theta^4 + ... and its derivative d theta_d /
         d theta = 1 + 3 k0 theta^2 + 5 k1 theta^4 + ..., by Horner's rule."""
-        terms = [float(k) for k in self.radial]
-        while terms and terms[-1] == 0.0:  # trailing zero terms add nothing
-            terms.pop()
         value, slope = 0.0 * t2, 0.0 * t2
-        for i in range(len(terms) - 1, -1, -1):
-            value = (value + terms[i]) * t2
-            slope = (slope + (2 * i + 3) * terms[i]) * t2
+        for term, slope_term in self._radial_terms:
+            value = (value + term) * t2
+            slope = (slope + slope_term) * t2
         return 1 + value, 1 + slope
 
     def project(self, rays: np.ndarray) -> np.ndarray:

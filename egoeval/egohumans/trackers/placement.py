@@ -130,19 +130,31 @@ def _covariance(along: np.ndarray, along_std: np.ndarray, across_std: np.ndarray
     return across * np.eye(3) + ((along_std**2)[:, None, None] - across) * outer
 
 
+def _feet(boxes: np.ndarray) -> np.ndarray:
+    """Each box's bottom centre (N, 2)."""
+    x, y, w, h = boxes.T
+    return np.column_stack([x + w / 2, y + h])
+
+
 def foot_on_ground(
-    pose: CameraPose, boxes: np.ndarray, image_size: tuple[float, float], plane: GroundPlane | None, priors: Priors
+    pose: CameraPose,
+    boxes: np.ndarray,
+    image_size: tuple[float, float],
+    plane: GroundPlane | None,
+    priors: Priors,
+    feet_rays: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Points (N, 3) and covariances (N, 3, 3) from each box's bottom centre on the ground plane (``boxes``: N x 4
-    ``x, y, w, h``); NaN where the feet are cut off, the ray grazes or misses the plane, or there is no plane."""
+    ``x, y, w, h``); NaN where the feet are cut off, the ray grazes or misses the plane, or there is no plane.
+    ``feet_rays``: the bottom centres' world rays where the caller has them already."""
     n = len(boxes)
     points, covariances = np.full((n, 3), np.nan), np.full((n, 3, 3), np.nan)
     if plane is None or not n:
         return points, covariances
-    x, y, w, h = boxes.T
-    feet = np.column_stack([x + w / 2, y + h])
+    h = boxes[:, 3]
+    feet = _feet(boxes)
     edge_px = np.maximum(BOX_EDGE_STD * h, 1.0)
-    rays = _world_rays(pose, feet)
+    rays = _world_rays(pose, feet) if feet_rays is None else feet_rays
     nudged = _world_rays(pose, feet + np.column_stack([np.zeros(n), edge_px]))  # the bottom edge's error, as an angle
     angle_error = np.arccos(np.clip(np.sum(rays * nudged, axis=1), -1.0, 1.0))
     centre = camera_centre(pose)
@@ -168,14 +180,18 @@ def foot_on_ground(
 
 
 def by_height(
-    pose: CameraPose, boxes: np.ndarray, image_size: tuple[float, float], priors: Priors
+    pose: CameraPose,
+    boxes: np.ndarray,
+    image_size: tuple[float, float],
+    priors: Priors,
+    feet_rays: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Points (N, 3) and covariances (N, 3, 3) on each box centre's ray at the distance a person of
-    ``person_height_m`` has at the box's angular height."""
+    ``person_height_m`` has at the box's angular height (``feet_rays`` as :func:`foot_on_ground`'s)."""
     x, y, w, h = boxes.T
     rays = _world_rays(pose, np.column_stack([x + w / 2, y + h / 2]))
     top = _world_rays(pose, np.column_stack([x + w / 2, y]))
-    bottom = _world_rays(pose, np.column_stack([x + w / 2, y + h]))
+    bottom = _world_rays(pose, _feet(boxes)) if feet_rays is None else feet_rays
     angle = np.arccos(np.clip(np.sum(top * bottom, axis=1), -1.0, 1.0))
     distance = np.maximum(priors.person_height_m / (2 * np.tan(np.maximum(angle, 1e-6) / 2)), MIN_DISTANCE_M)
     top_cut, bottom_cut, cut = _cuts(boxes, image_size)
@@ -222,9 +238,10 @@ def place(
 ) -> tuple[np.ndarray, np.ndarray]:
     """World points (N, 3) and covariances (N, 3, 3) of one camera frame's boxes (N x 4 ``x, y, w, h``): the foot on
     the ground, the height prior and the metric roots (N x 3, NaN where a box has none) fused."""
+    feet_rays = _world_rays(pose, _feet(boxes)) if len(boxes) else None  # both sources use the bottom centres' rays
     return fuse(
-        foot_on_ground(pose, boxes, image_size, plane, priors),
-        by_height(pose, boxes, image_size, priors),
+        foot_on_ground(pose, boxes, image_size, plane, priors, feet_rays),
+        by_height(pose, boxes, image_size, priors, feet_rays),
         from_roots(pose, roots, priors),
     )
 

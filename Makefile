@@ -22,7 +22,7 @@ INSTALL := $(BIN)/python .ci/install.py
 
 $(STAMP): pyproject.toml .ci/install.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(PIP) install --quiet --upgrade pip uv==0.13.9
+	$(PIP) install --quiet --no-compile --upgrade pip uv==0.13.9
 	$(INSTALL) -e '.[test]'
 	touch $(STAMP)
 

@@ -40,6 +40,17 @@ def test_aria_fisheye_unprojects_what_it_projects(distortion: list[float], a: fl
     assert np.allclose(back, ray, atol=1e-6)
 
 
+@settings(max_examples=40, deadline=None)
+@given(distortions, st.lists(st.tuples(st.floats(0, 640), st.floats(0, 480)), min_size=2, max_size=12))
+def test_a_pixels_ray_is_the_same_whatever_is_unprojected_with_it(distortion: list[float], pixels: list) -> None:
+    """Each pixel's Newton iteration stops at its own convergence: placement unprojects a frame's boxes in one call,
+    and a box's ray must not depend on the other boxes in it (bit for bit)."""
+    camera = CameraModel.from_intrinsics(intrinsics(distortion))
+    together = camera.unproject(np.array(pixels))
+    alone = np.concatenate([camera.unproject(np.array([pixel])) for pixel in pixels])
+    assert together.tobytes() == alone.tobytes()
+
+
 def test_pinhole_and_fisheye_differ_off_centre_and_agree_at_it() -> None:
     pinhole = CameraModel.from_intrinsics(intrinsics([0.0] * 12), "pinhole")
     fisheye = CameraModel.from_intrinsics(intrinsics([0.0] * 12), "aria_fisheye")

@@ -101,12 +101,16 @@ class CameraModel:
             xr = xr + np.linalg.solve(jacobian, (target - distorted)[..., None])[..., 0]
         wanted = np.linalg.norm(xr, axis=1)
         theta = wanted.copy()
+        moving = np.ones(len(theta), dtype=bool)  # each pixel stops at its own first negligible step, as if alone
         for _ in range(NEWTON_STEPS):  # radial: theta such that theta * poly(theta^2) = |xr|
             poly, slope = self._radial(theta * theta)
             value = theta * poly
-            before = theta
-            theta = np.clip(theta + (wanted - value) / np.where(np.abs(slope) > 1e-9, slope, 1e-9), 0, np.pi / 2 - 1e-6)
-            if np.all(np.abs(theta - before) <= CONVERGED):  # Newton's method has converged: more steps change nothing
+            step = (wanted - value) / np.where(np.abs(slope) > 1e-9, slope, 1e-9)
+            stepped = np.clip(theta + step, 0, np.pi / 2 - 1e-6)
+            converged = np.abs(stepped - theta) <= CONVERGED  # Newton's method has converged: more steps change nothing
+            theta = np.where(moving, stepped, theta)
+            moving &= ~converged
+            if not moving.any():
                 break
         scale = np.divide(np.tan(theta), wanted, out=np.ones_like(wanted), where=wanted > 1e-12)
         return np.column_stack([xr * scale[:, None], np.ones(len(xr))])

@@ -110,9 +110,35 @@ def ground_plane(poses: Iterable[CameraPose], eye_height_m: float) -> GroundPlan
     return GroundPlane(up, eye_level - eye_height_m, float(np.hypot(EYE_HEIGHT_STD_M, scatter)), anchor, tilt)
 
 
-def _world_rays(pose: CameraPose, pixels: np.ndarray) -> np.ndarray:
-    rays = pose.camera.unproject(pixels) @ pose.rotation
+def _unit_rays(directions: np.ndarray, pose: CameraPose) -> np.ndarray:
+    rays = directions @ pose.rotation
     return rays / np.linalg.norm(rays, axis=1, keepdims=True)
+
+
+def _edge_px(heights: np.ndarray) -> np.ndarray:
+    """A box edge's pixel error for boxes of these heights."""
+    return np.maximum(BOX_EDGE_STD * heights, 1.0)
+
+
+@dataclass(frozen=True)
+class BoxRays:
+    """Unit world rays (N x 3) through each box's bottom centre (the feet), that point one edge error lower, its centre
+    and its top centre: every point a box's sources look along, unprojected in one call."""
+
+    feet: np.ndarray
+    nudged: np.ndarray
+    centre: np.ndarray
+    top: np.ndarray
+
+    @classmethod
+    def of(cls, pose: CameraPose, boxes: np.ndarray) -> BoxRays:
+        """The rays of ``boxes`` (N x 4 ``x, y, w, h``) seen by ``pose``."""
+        x, y, w, h = boxes.T
+        middle = x + w / 2
+        feet = np.column_stack([middle, y + h])
+        nudged = feet + np.column_stack([np.zeros(len(boxes)), _edge_px(h)])
+        pixels = np.concatenate([feet, nudged, np.column_stack([middle, y + h / 2]), np.column_stack([middle, y])])
+        return cls(*(_unit_rays(part, pose) for part in np.split(pose.camera.unproject(pixels), 4)))
 
 
 def _cuts(boxes: np.ndarray, image_size: tuple[float, float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -130,51 +156,42 @@ def _covariance(along: np.ndarray, along_std: np.ndarray, across_std: np.ndarray
     return across * np.eye(3) + ((along_std**2)[:, None, None] - across) * outer
 
 
-def _feet(boxes: np.ndarray) -> np.ndarray:
-    """Each box's bottom centre (N, 2)."""
-    x, y, w, h = boxes.T
-    return np.column_stack([x + w / 2, y + h])
-
-
 def foot_on_ground(
     pose: CameraPose,
     boxes: np.ndarray,
     image_size: tuple[float, float],
     plane: GroundPlane | None,
     priors: Priors,
-    feet_rays: np.ndarray | None = None,
+    rays: BoxRays | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Points (N, 3) and covariances (N, 3, 3) from each box's bottom centre on the ground plane (``boxes``: N x 4
     ``x, y, w, h``); NaN where the feet are cut off, the ray grazes or misses the plane, or there is no plane.
-    ``feet_rays``: the bottom centres' world rays where the caller has them already."""
+    ``rays``: the boxes' rays where the caller has them already."""
     n = len(boxes)
     points, covariances = np.full((n, 3), np.nan), np.full((n, 3, 3), np.nan)
     if plane is None or not n:
         return points, covariances
-    h = boxes[:, 3]
-    feet = _feet(boxes)
-    edge_px = np.maximum(BOX_EDGE_STD * h, 1.0)
-    rays = _world_rays(pose, feet) if feet_rays is None else feet_rays
-    nudged = _world_rays(pose, feet + np.column_stack([np.zeros(n), edge_px]))  # the bottom edge's error, as an angle
-    angle_error = np.arccos(np.clip(np.sum(rays * nudged, axis=1), -1.0, 1.0))
+    seen = BoxRays.of(pose, boxes) if rays is None else rays
+    feet = seen.feet
+    angle_error = np.arccos(np.clip(np.sum(feet * seen.nudged, axis=1), -1.0, 1.0))  # the bottom edge's error
     centre = camera_centre(pose)
     above = float(plane.up @ centre - plane.offset)  # the camera's height over the floor
-    descent = -(rays @ plane.up)  # sine of the ray's angle below the floor's horizon
+    descent = -(feet @ plane.up)  # sine of the ray's angle below the floor's horizon
     _, bottom_cut, cut = _cuts(boxes, image_size)
     usable = (descent > np.sin(np.radians(MIN_GRAZING_DEG))) & ~bottom_cut & (above > 0)
     if not usable.any():
         return points, covariances
-    descent, rays, angle_error = descent[usable], rays[usable], angle_error[usable]
+    descent, feet, angle_error = descent[usable], feet[usable], angle_error[usable]
     distance = above / descent
     slope = np.sqrt(np.maximum(1 - descent**2, 0.0))  # d(descent) / d(angle)
-    floor_error = plane.height_error(centre + distance[:, None] * rays)
+    floor_error = plane.height_error(centre + distance[:, None] * feet)
     along = np.hypot(floor_error / descent, above * slope / descent**2 * angle_error)
     pelvis = PELVIS_FRACTION * priors.person_height_m
-    points[usable] = centre + distance[:, None] * rays + pelvis * plane.up
+    points[usable] = centre + distance[:, None] * feet + pelvis * plane.up
     across = np.hypot(
         np.where(cut[usable], CUT_BOX_STD * priors.person_height_m, BOX_CENTRE_STD_M), angle_error * distance
     )
-    spread = _covariance(rays, along, across)
+    spread = _covariance(feet, along, across)
     covariances[usable] = spread + PELVIS_HEIGHT_STD_M**2 * np.outer(plane.up, plane.up)
     return points, covariances
 
@@ -184,21 +201,18 @@ def by_height(
     boxes: np.ndarray,
     image_size: tuple[float, float],
     priors: Priors,
-    feet_rays: np.ndarray | None = None,
+    rays: BoxRays | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Points (N, 3) and covariances (N, 3, 3) on each box centre's ray at the distance a person of
-    ``person_height_m`` has at the box's angular height (``feet_rays`` as :func:`foot_on_ground`'s)."""
-    x, y, w, h = boxes.T
-    rays = _world_rays(pose, np.column_stack([x + w / 2, y + h / 2]))
-    top = _world_rays(pose, np.column_stack([x + w / 2, y]))
-    bottom = _world_rays(pose, _feet(boxes)) if feet_rays is None else feet_rays
-    angle = np.arccos(np.clip(np.sum(top * bottom, axis=1), -1.0, 1.0))
+    ``person_height_m`` has at the box's angular height (``rays`` as :func:`foot_on_ground`'s)."""
+    seen = BoxRays.of(pose, boxes) if rays is None else rays
+    angle = np.arccos(np.clip(np.sum(seen.top * seen.feet, axis=1), -1.0, 1.0))
     distance = np.maximum(priors.person_height_m / (2 * np.tan(np.maximum(angle, 1e-6) / 2)), MIN_DISTANCE_M)
     top_cut, bottom_cut, cut = _cuts(boxes, image_size)
     fraction = np.where(top_cut | bottom_cut, 1.0, priors.size_noise)
     across = np.where(cut, CUT_BOX_STD * priors.person_height_m, BOX_CENTRE_STD_M)
-    points = camera_centre(pose) + distance[:, None] * rays
-    return points, _covariance(rays, np.maximum(fraction * distance, across), across)
+    points = camera_centre(pose) + distance[:, None] * seen.centre
+    return points, _covariance(seen.centre, np.maximum(fraction * distance, across), across)
 
 
 def from_roots(pose: CameraPose, roots: np.ndarray, priors: Priors) -> tuple[np.ndarray, np.ndarray]:
@@ -238,10 +252,10 @@ def place(
 ) -> tuple[np.ndarray, np.ndarray]:
     """World points (N, 3) and covariances (N, 3, 3) of one camera frame's boxes (N x 4 ``x, y, w, h``): the foot on
     the ground, the height prior and the metric roots (N x 3, NaN where a box has none) fused."""
-    feet_rays = _world_rays(pose, _feet(boxes)) if len(boxes) else None  # both sources use the bottom centres' rays
+    rays = BoxRays.of(pose, boxes)  # both sources' rays, in one call of the camera model
     return fuse(
-        foot_on_ground(pose, boxes, image_size, plane, priors, feet_rays),
-        by_height(pose, boxes, image_size, priors, feet_rays),
+        foot_on_ground(pose, boxes, image_size, plane, priors, rays),
+        by_height(pose, boxes, image_size, priors, rays),
         from_roots(pose, roots, priors),
     )
 

@@ -46,6 +46,14 @@ def test_repro_reproduces_the_committed_metrics(reproduced: Path) -> None:
     assert set(tracking) == runs
 
 
+def test_the_committed_dvc_lock_is_what_repro_writes(reproduced: Path) -> None:
+    """Every hash dvc.lock pins (code, inputs, params, outputs) is what a full `dvc repro` of this tree records: an
+    edit to a stage's code or params is committed with the lock it produces, so an audit starts from the truth."""
+    ours, committed = (yaml.safe_load((root / "dvc.lock").read_text())["stages"] for root in (reproduced, REPO))
+    stale = sorted(name for name in ours.keys() | committed.keys() if ours.get(name) != committed.get(name))
+    assert not stale, f"dvc.lock is stale for {stale}: run `dvc repro` and commit dvc.lock"
+
+
 def test_second_repro_runs_nothing(reproduced: Path) -> None:
     run = dvc(reproduced, "repro")
     assert run.returncode == 0 and ran_stages(run.stdout) == []

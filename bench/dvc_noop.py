@@ -76,7 +76,7 @@ ROOT_DEP = "      - ${egohumans.fetch.path}   # (bench: the data root walked, as
 def downloaded_copies(folder: Path, files: int) -> dict[str, Path]:
     """Two copies of this workspace whose EgoHumans data root (``external/egohumans``, not a DVC output) holds
     ``files`` files, all pinned, reproduced: one as this dvc.yaml has it, one with the root as fetch's dep."""
-    from egoeval.io.manifest import write_manifest
+    from egoeval.core.io.manifest import write_manifest
 
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     sample = ROOT / params["egohumans"]["fetch"]["path"]

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from bench import OUT, save
-from egoeval.stage_shell import command_env
+from egoeval.core.stage_shell import command_env
 
 IMAGES = 47_740  # EgoHumans' test images (ego RGB)
 PEOPLE = 4  # boxes per image in the real-size pickle
@@ -112,7 +112,7 @@ READERS = {
 CHILD = """
 import json, resource, sys, time
 {imports}
-from egoeval.errors import InputError
+from egoeval.core.errors import InputError
 imports_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 start = time.perf_counter()
 try:
@@ -179,8 +179,8 @@ def best_of(repeats: int, call: Any) -> float:
 
 
 def run() -> dict[str, Any]:
+    from egoeval.core.io.bounded import read_json
     from egoeval.egohumans.formats import load_pickle
-    from egoeval.io.bounded import read_json
 
     folder = OUT / "hostile_inputs"
     hostile = {}

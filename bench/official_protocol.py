@@ -28,9 +28,9 @@ from oracle_env import MotmetricsOracle, build
 
 from bench import OUT, save
 from bench.score_tracks import FRAMES, make_sequence
+from egoeval.core.io.manifest import sha256_file, sha256_files
 from egoeval.egohumans.evaluators import evaluator
 from egoeval.egohumans.evaluators.official import official_ignore_rule
-from egoeval.io.manifest import sha256_file, sha256_files
 from egoeval.tracking.mot import write_mot
 from egoeval.tracking.motmetrics import eval_mot
 

@@ -34,6 +34,8 @@ import pandas as pd
 import yaml
 
 from bench import save
+from egoeval.core.settings import load_settings
+from egoeval.core.stage_shell import command_env
 from egoeval.egohumans.crossview import cross_view_runs
 from egoeval.egohumans.formats import RELEASED_DEPTH, ROOT_COLUMNS, WORLD_COLUMNS
 from egoeval.egohumans.scoring import read_runs, run_names, score_runs
@@ -47,8 +49,6 @@ from egoeval.egohumans.trackers.placement import (
     take_planes,
 )
 from egoeval.egohumans.tracking import camera_poses, track
-from egoeval.settings import load_settings
-from egoeval.stage_shell import command_env
 from egoeval.tracking.mot import read_mot
 
 REPO = Path(__file__).resolve().parents[1]

@@ -21,11 +21,11 @@ from typing import Any
 import pandas as pd
 
 from bench import save
+from egoeval.core.settings import load_settings
+from egoeval.core.stage_shell import command_env
 from egoeval.egohumans.trackers import places_people, tracks_takes
 from egoeval.egohumans.trackers.placement import take_planes
 from egoeval.egohumans.tracking import camera_poses, image_size, track_sequence, track_views
-from egoeval.settings import load_settings
-from egoeval.stage_shell import command_env
 
 REPO = Path(__file__).resolve().parents[1]
 REPEATS = 3

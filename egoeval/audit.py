@@ -45,7 +45,6 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from egoeval.benchmarks import registry
 from egoeval.cache import (
     ANSWER_META,
     CACHE_DIR_ENV,
@@ -55,6 +54,11 @@ from egoeval.cache import (
     ResponseCache,
     cache_file,
 )
+from egoeval.core.benchmarks import registry
+from egoeval.core.errors import EXIT_BAD_INPUT, InputError
+from egoeval.core.io.dvc_lock import read_lock
+from egoeval.core.io.paths import project_root
+from egoeval.core.stage_shell import command_env, help_text
 from egoeval.dvc_project import (
     StageInfo,
     benchmark_metrics,
@@ -68,15 +72,11 @@ from egoeval.dvc_project import (
     stage_status,
     with_upstream,
 )
-from egoeval.errors import EXIT_BAD_INPUT, InputError
 from egoeval.findings import Findings, compare_numbers
-from egoeval.io.dvc_lock import read_lock
-from egoeval.io.paths import project_root
 from egoeval.reported import flatten_dotted, read_metrics
-from egoeval.stage_shell import command_env, help_text
 
 if TYPE_CHECKING:
-    from egoeval.settings import Params
+    from egoeval.core.settings import Params
 
 EXIT_REPRODUCES = 0  # every reported number reproduces
 EXIT_DIFFERS = 1  # something does not reproduce (the DIFF lines say what)
@@ -294,7 +294,7 @@ def run_stages(
 ) -> tuple[StageInfo, subprocess.CompletedProcess[str]] | None:
     """Run the stages' commands in ``work``, each once its upstream stages are done, up to ``workers`` at a time
     (default: one per CPU), saying on stderr as each ends. Returns the first that failed (and starts no more), or
-    None. Concurrent stages are safe: their outputs differ, and commits take the folder's lock (egoeval.io)."""
+    None. Concurrent stages are safe: their outputs differ, and commits take the folder's lock (egoeval.core.io)."""
     workers = workers or os.cpu_count() or 1
     names = {stage.name for stage in stages}
     waiting = {stage.name: stage for stage in stages}
@@ -464,7 +464,7 @@ def audit(
         findings.ok(f"every parameter, input and output{' here' if used else ''} matches dvc.lock")
 
     findings.section("2. re-derived from pinned inputs and cached model answers")
-    from egoeval.settings import workspace_settings  # pydantic: not for --help
+    from egoeval.core.settings import workspace_settings  # pydantic: not for --help
 
     settings = workspace_settings(root)  # the copy in ``work`` re-derives under these params
     work = keep or Path(tempfile.mkdtemp(prefix="egoeval-audit-"))

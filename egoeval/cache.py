@@ -19,8 +19,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from egoeval.errors import InputError, TransientFailure
-from egoeval.stage_shell import KEPT
+from egoeval.core.errors import InputError, TransientFailure
+from egoeval.core.stage_shell import KEPT
 
 CACHE_DIR_ENV = "EGOEVAL_CACHE_DIR"  # overrides params' cache_dir (e.g. the audit points at the original's cache)
 CACHE_ONLY_ENV = "EGOEVAL_CACHE_ONLY"  # "1": answer from the cache only; a miss is an error, nothing is sent

@@ -14,7 +14,7 @@ import signal
 import sys
 from pathlib import Path
 
-from egoeval.errors import ParamsError, os_error_exit
+from egoeval.core.errors import ParamsError, os_error_exit
 
 # subcommand -> (module, function, one-line help); function(argv: list[str]) -> int. Each benchmark adds its own
 # (``Benchmark.commands``).
@@ -28,7 +28,7 @@ SHARED_COMMANDS: dict[str, tuple[str, str, str]] = {
 
 def commands() -> dict[str, tuple[str, str, str]]:
     """Every subcommand: each benchmark's, then the shared ones."""
-    from egoeval.benchmarks import registry
+    from egoeval.core.benchmarks import registry
 
     own = {name: command for b in registry().values() for name, command in b.commands.items()}
     return {**own, **SHARED_COMMANDS}
@@ -87,14 +87,14 @@ def main(argv: list[str] | None = None) -> int:
 def check_params(argv: list[str]) -> int:
     """`egoeval check-params [PARAMS]`: validate the params file; exit 0 when valid, 2 with every error otherwise.
 
-    It lives here, not in egoeval.settings, so that its `--help` does not import pydantic."""
+    It lives here, not in egoeval.core.settings, so that its `--help` does not import pydantic."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="egoeval check-params", description=check_params.__doc__.splitlines()[0])
     parser.add_argument("params", type=Path, nargs="?", help="default: the params file of this folder's project")
     given = parser.parse_args(argv).params
-    from egoeval.io.paths import project_root
-    from egoeval.settings import load_settings, params_file
+    from egoeval.core.io.paths import project_root
+    from egoeval.core.settings import load_settings, params_file
 
     path = given or params_file(project_root())  # from a subfolder too, as DVC finds the project
 

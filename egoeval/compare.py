@@ -1,7 +1,7 @@
 """``egoeval compare METRICS_JSON``: reported numbers beside the published ones, for any registered benchmark.
 
 The benchmark is the one dvc.yaml declares for that metrics file (``meta.benchmark``), else the file's stem; its
-comparison and its own options live with it (``egoeval.benchmarks``: ``add_compare_arguments``, ``compare``).
+comparison and its own options live with it (``egoeval.core.benchmarks``: ``add_compare_arguments``, ``compare``).
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from egoeval.benchmarks import Benchmark, registry
-from egoeval.errors import InputError
-from egoeval.io.bounded import read_json
+from egoeval.core.benchmarks import Benchmark, registry
+from egoeval.core.errors import InputError
+from egoeval.core.io.bounded import read_json
+from egoeval.core.stage_shell import help_text
 from egoeval.reported import read_metrics
-from egoeval.stage_shell import help_text
 
 
 def benchmark_of(path: Path, root: Path = Path(".")) -> str:
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         _parser(list(registry().values())).parse_args(argv)
     try:
         read_json(path)  # an unreadable file is said before anything else
-        from egoeval.io.paths import project_root
+        from egoeval.core.io.paths import project_root
 
         root = project_root()  # from a subfolder too, as DVC finds the project
         name = benchmark_of(path, root)
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
             ]
             said = f" (they are the {' and '.join(theirs)} options)" if theirs else ""
             parser.error(f"not an option for {own.title} metrics: {' '.join(unknown)}{said}")
-        from egoeval.settings import load_settings, params_file  # pydantic: not for --help
+        from egoeval.core.settings import load_settings, params_file  # pydantic: not for --help
 
         print(own.compare(metrics, load_settings(args.params or params_file(root)).section(own), args))
     except InputError as err:

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from egoeval.errors import InputError, TransientFailure
-from egoeval.io.dvc_lock import read_lock
+from egoeval.core.errors import InputError, TransientFailure
+from egoeval.core.io.dvc_lock import read_lock
 
 ROLES = ("input", "compute")
 LOCK_WAIT_S = 60.0  # how long a reader waits for the project's DVC lock that another dvc command holds

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from egoeval.io.atomic import json_bytes
+from egoeval.core.io.atomic import json_bytes
 
 _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
 

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from egoeval.errors import InputError
-from egoeval.io.atomic import json_bytes
-from egoeval.io.manifest import sha256_file
+from egoeval.core.errors import InputError
+from egoeval.core.io.atomic import json_bytes
+from egoeval.core.io.manifest import sha256_file
 from egoeval.significance import formatted
 
 SMOKE = "smoke"  # the class of a smoke run's label (report_page's STYLE draws it)

@@ -1,6 +1,6 @@
 """``egoeval report``: one self-contained HTML page of every benchmark's results, assembled from their parts.
 
-Each registered benchmark (``egoeval.benchmarks``) writes its own part, a ``ReportPart`` of sections, style and
+Each registered benchmark (``egoeval.core.benchmarks``) writes its own part, a ``ReportPart`` of sections, style and
 script: its DVC stage ``<name>_report`` (``stages/<name>/report.py``) keeps it as a fragment,
 ``reports/fragments/<name>.json``, with the title and place the page gives the benchmark; the ``report`` stage
 (``stages/report.py``) assembles ``reports/index.html`` from the fragments present, in the registry's order, knowing
@@ -25,15 +25,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import egoeval
-from egoeval.benchmarks import Benchmark, ReportPart, ReportSection, benchmark, registry
-from egoeval.errors import InputError
-from egoeval.io.atomic import atomic_write_text, write_json
-from egoeval.io.bounded import read_json
-from egoeval.io.commit import check_output
-from egoeval.stage_shell import help_text, run_stage
+from egoeval.core.benchmarks import Benchmark, ReportPart, ReportSection, benchmark, registry
+from egoeval.core.errors import InputError
+from egoeval.core.io.atomic import atomic_write_text, write_json
+from egoeval.core.io.bounded import read_json
+from egoeval.core.io.commit import check_output
+from egoeval.core.stage_shell import help_text, run_stage
 
 if TYPE_CHECKING:
-    from egoeval.settings import Params
+    from egoeval.core.settings import Params
 
 OUT = Path("reports/index.html")
 FRAGMENTS = Path("reports/fragments")  # <benchmark>.json: each benchmark's part of the page (its report stage)
@@ -97,7 +97,7 @@ def fragment_path(name: str) -> Path:
 def write_fragment(name: str) -> None:
     """Benchmark ``name``'s report stage: its part of the page for this workspace into
     ``reports/fragments/<name>.json``."""
-    from egoeval.settings import load_settings  # pydantic: not for --help
+    from egoeval.core.settings import load_settings  # pydantic: not for --help
 
     fragment = benchmark_fragment(benchmark(name), Path("."), load_settings(only=name))
     write_json(fragment_path(name), fragment.to_json())
@@ -250,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
         "for byte; write it beside the pipeline's page with --out)",
     )
     args = parser.parse_args(argv)
-    from egoeval.io.paths import project_root
+    from egoeval.core.io.paths import project_root
 
     root = project_root()  # the project's files, from a subfolder too (found as DVC finds it)
     out = args.out.absolute() if args.out else OUT  # a path given: from where the user stands
@@ -258,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--stamp writes a copy to share: give --out another file than {OUT} (the pipeline's page)")
 
     def body() -> None:
-        from egoeval.settings import load_settings  # pydantic: not for --help
+        from egoeval.core.settings import load_settings  # pydantic: not for --help
 
         check_output(out, own=[OUT.as_posix()])  # never over the metrics or any other tracked file
         page = build_page(Path("."), load_settings(), run_stamp(Path(".")) if args.stamp else None)

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from egoeval.errors import InputError
-from egoeval.io.bounded import read_json
+from egoeval.core.errors import InputError
+from egoeval.core.io.bounded import read_json
 
 INTERVAL_KEY = "ci95"  # a bootstrap interval [low, high]
 

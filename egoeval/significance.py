@@ -147,8 +147,8 @@ def csv_bytes(table: pd.DataFrame) -> bytes:
 
 def read_paired(path: str | os.PathLike[str]) -> pd.DataFrame:
     """A paired.csv, checked: exactly ``COLUMNS`` (InputError naming the file otherwise)."""
-    from egoeval.errors import InputError
-    from egoeval.io.bounded import read_csv
+    from egoeval.core.errors import InputError
+    from egoeval.core.io.bounded import read_csv
 
     if not Path(path).is_file():
         raise InputError(path, "file not found (run the score stage first)")

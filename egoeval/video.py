@@ -24,8 +24,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from egoeval.errors import InputError
-from egoeval.io.manifest import read_pinned
+from egoeval.core.errors import InputError
+from egoeval.core.io.manifest import read_pinned
 
 MIN_FPS, MAX_FPS = 1.0, 240.0
 

@@ -1,11 +1,11 @@
-"""Where the nightly flow keeps its files, and its settings (params.yaml ``flows``, validated by egoeval.settings)."""
+"""Where the nightly flow keeps its files, and its settings (params.yaml ``flows``, read by egoeval.core.settings)."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from egoeval.settings import FlowsSettings, workspace_settings
+from egoeval.core.settings import FlowsSettings, workspace_settings
 
 PREFECT_DIR = Path(".egoeval-cache/prefect")  # under the project root: the last report
 REPORT_FILE = PREFECT_DIR / "report.md"

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from types import FrameType
 
-from egoeval.errors import Interrupted
+from egoeval.core.errors import Interrupted
 
 GRACE_S = 10.0  # the group's time to stop after SIGTERM before SIGKILL
 REPORT_TIMEOUT_S = 5.0  # the most the keeper waits for the Prefect API when it reports a crashed run

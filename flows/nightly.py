@@ -34,12 +34,12 @@ from prefect.settings import (
     temporary_settings,
 )
 
+from egoeval.core.errors import FlowFailed, InputError, Interrupted
+from egoeval.core.io.atomic import json_bytes
+from egoeval.core.io.commit import outputs_together
+from egoeval.core.settings import FlowsSettings
+from egoeval.core.stage_shell import signals_interrupt
 from egoeval.dvc_project import lock_snapshot, pipeline_stages, stage_state
-from egoeval.errors import FlowFailed, InputError, Interrupted
-from egoeval.io.atomic import json_bytes
-from egoeval.io.commit import outputs_together
-from egoeval.settings import FlowsSettings
-from egoeval.stage_shell import signals_interrupt
 from flows.config import baseline_lock, flow_settings
 from flows.pipeline import StageOutcome, current_metrics, format_summary, nightly_flow
 

@@ -36,6 +36,10 @@ from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed, Failed, State
 from prefect.tasks import exponential_backoff
 
+from egoeval.core.errors import EXIT_BAD_INPUT, EXIT_TRANSIENT, FlowFailed, InputError, StageFailed, TransientFailure
+from egoeval.core.io.atomic import atomic_write_text
+from egoeval.core.settings import FlowsSettings
+from egoeval.core.stage_shell import command_env
 from egoeval.dvc_project import (
     StageInfo,
     benchmark_metrics,
@@ -45,11 +49,7 @@ from egoeval.dvc_project import (
     stage_state,
     with_upstream,
 )
-from egoeval.errors import EXIT_BAD_INPUT, EXIT_TRANSIENT, FlowFailed, InputError, StageFailed, TransientFailure
-from egoeval.io.atomic import atomic_write_text
 from egoeval.reported import load_json
-from egoeval.settings import FlowsSettings
-from egoeval.stage_shell import command_env
 from flows.config import REPORT_ARTIFACT_KEY, REPORT_FILE, baseline_lock, flow_settings
 from flows.nightly_report import build_report
 

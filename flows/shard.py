@@ -1,7 +1,7 @@
 """Scale-out: a stage's sharded form (dvc.yaml ``meta.scale_out``) run over a Dask cluster (prefect-dask).
 
-Each benchmark declares its sharded forms (``Benchmark.scale_out``: an ``egoeval.benchmarks.ScaleOut`` that plans the
-shards, runs one and merges them; EgoNormia's inference, EgoHumans' YOLO detection). This flow runs one Prefect task
+Each benchmark declares its sharded forms (``Benchmark.scale_out``: an ``egoeval.core.benchmarks.ScaleOut`` that plans
+the shards, runs one and merges them; EgoNormia's inference, EgoHumans' YOLO detection). This flow runs one Prefect task
 per shard on the cluster (a scheduler at params ``flows.dask_address``, else a ``LocalCluster`` of
 ``flows.dask_workers`` processes) and writes the stage's output, byte-identical to the single-process stage.
 
@@ -24,10 +24,10 @@ from prefect.cache_policies import NO_CACHE
 from prefect.client.orchestration import get_client
 from prefect_dask import DaskTaskRunner
 
-from egoeval.benchmarks import ScaleOut, benchmark, benchmark_names
+from egoeval.core.benchmarks import ScaleOut, benchmark, benchmark_names
+from egoeval.core.errors import InputError
+from egoeval.core.settings import Params, workspace_settings
 from egoeval.dvc_project import pipeline_stages
-from egoeval.errors import InputError
-from egoeval.settings import Params, workspace_settings
 from flows.config import flow_settings
 
 

@@ -24,8 +24,8 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from egoeval.errors import Interrupted
-from egoeval.stage_shell import signals_interrupt
+from egoeval.core.errors import Interrupted
+from egoeval.core.stage_shell import signals_interrupt
 from flows.keeper import live_processes
 
 if TYPE_CHECKING:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from egoeval.io.atomic import atomic_write_text
-from egoeval.stage_shell import run_stage, stage_parser
+from egoeval.core.io.atomic import atomic_write_text
+from egoeval.core.stage_shell import run_stage, stage_parser
 
 CHECKED = Path("data/params.checked")
 

@@ -26,7 +26,7 @@ import yaml
 from oracle_env import MotmetricsOracle, OracleUnavailable
 from oracle_env import build as build_oracle_env
 
-from egoeval.stage_shell import command_env
+from egoeval.core.stage_shell import command_env
 
 REPO = Path(__file__).resolve().parents[1]
 TEST_DATA = REPO / "tests" / "data"  # real fixtures with their source and licence (README there)
@@ -187,9 +187,9 @@ def copy_repo(destination: Path) -> Path:
 
 def infer_stage() -> None:
     """The egonormia_infer stage's work on this workspace's settings, as its CLI runs it."""
+    from egoeval.core.settings import benchmark_settings
     from egoeval.egonormia.inference import write_responses
     from egoeval.egonormia.settings import EgoNormiaSettings
-    from egoeval.settings import benchmark_settings
 
     write_responses(benchmark_settings("egonormia", EgoNormiaSettings))
 
@@ -199,12 +199,12 @@ def run_egohumans_stages(root: Path) -> None:
     stage in dvc.yaml's order, each through the stage shell as its CLI runs it (params checked, failures mapped to
     exit codes), all in this process: one start-up (torch's, for the trackers) instead of one per stage, for tests
     whose subject is the stages' work rather than DVC's pipeline (tests/test_pipeline.py runs that)."""
+    from egoeval.core.settings import benchmark_settings
+    from egoeval.core.stage_shell import run_stage
     from egoeval.egohumans import detection, fetching, scoring, tracking
     from egoeval.egohumans.artifacts import SAMPLE
     from egoeval.egohumans.sample import generate_sample
     from egoeval.egohumans.settings import EgoHumansSettings
-    from egoeval.settings import benchmark_settings
-    from egoeval.stage_shell import run_stage
 
     def settings() -> EgoHumansSettings:
         return benchmark_settings("egohumans", EgoHumansSettings, root / "params.yaml")

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from egoeval.core.errors import UnreadableAnswer
 from egoeval.egonormia.answers import displayed_options, parse_multi, parse_single
-from egoeval.errors import UnreadableAnswer
 
 # Stored options; the empty string is the "None of the above" slot (stored index 4).
 OPTIONS = ["Help the person carry the box", "Wave and walk away", "Take a photo", "Ask before touching their bag", ""]

@@ -37,10 +37,10 @@ from egoeval.backends.client import FIRST_CALLS, ModelClient
 from egoeval.backends.limiter import AdaptiveLimiter, Outcome, call_with_retries
 from egoeval.backends.openai import EndpointAnswer, OpenAIBackend, parse_retry_after, reply_byte_limit
 from egoeval.cache import ResponseCache
+from egoeval.core.errors import CallRefused, CallRetryable, EndpointDown, EndpointError, InputError, RetriesExhausted
+from egoeval.core.settings import validate_params
 from egoeval.egonormia.protocols import justification_choices
 from egoeval.egonormia.settings import ModelSpec
-from egoeval.errors import CallRefused, CallRetryable, EndpointDown, EndpointError, InputError, RetriesExhausted
-from egoeval.settings import validate_params
 
 KEY_ENV = "EGOEVAL_TEST_API_KEY"
 SECRET = "sk-test-0123456789-very-secret"

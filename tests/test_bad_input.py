@@ -19,6 +19,8 @@ import pytest
 from conftest import EGOEVAL, TEST_DATA, infer_stage, write_params
 from PIL import Image
 
+from egoeval.core.errors import InputError
+from egoeval.core.stage_shell import command_env, run_stage
 from egoeval.egohumans.formats import read_det_txt, read_tracking_annotation
 from egoeval.egonormia.artifacts import read_items
 from egoeval.egonormia.inference import run_inference
@@ -26,8 +28,6 @@ from egoeval.egonormia.predictions import parse_responses
 from egoeval.egonormia.protocols import registry
 from egoeval.egonormia.schema import read_official_json
 from egoeval.egonormia.settings import InferSettings, ModelSpec
-from egoeval.errors import InputError
-from egoeval.stage_shell import command_env, run_stage
 from egoeval.tracking.mot import read_mot
 
 pytestmark = pytest.mark.bad_input

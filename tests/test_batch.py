@@ -27,10 +27,10 @@ from test_infer import (
 )
 
 from egoeval.backends.batch import STATE_FILE
+from egoeval.core.errors import EndpointError, TransientFailure
 from egoeval.egonormia.artifacts import BATCHES, RESPONSES
 from egoeval.egonormia.inference import run_inference
 from egoeval.egonormia.protocols import registry
-from egoeval.errors import EndpointError, TransientFailure
 
 FAST_POLL = {"batch_poll_s": 0.02, "batch_deadline_s": 30.0, "batch_max_requests": 50_000}
 

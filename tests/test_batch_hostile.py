@@ -197,7 +197,7 @@ def test_shards_killed_while_polling_record_every_batch_and_the_rerun_submits_no
         shard = (
             "import sys; from pathlib import Path; from egoeval.egonormia.scale_out import ShardedInference as S; "
             "from egoeval.egonormia.settings import EgoNormiaSettings; "
-            "from egoeval.settings import benchmark_settings; "
+            "from egoeval.core.settings import benchmark_settings; "
             "form = S(benchmark_settings('egonormia', EgoNormiaSettings)); "
             "form.run(form.plan(Path('.'), 2)[int(sys.argv[1])])"
         )

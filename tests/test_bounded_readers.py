@@ -1,4 +1,4 @@
-"""The bounded readers and the data-path helper (egoeval.io, egoeval.egohumans.formats.load_pickle) on their own:
+"""The bounded readers and the data-path helper (egoeval.core.io, egoeval.egohumans.formats.load_pickle) on their own:
 what they accept is exactly what the plain library reads (hypothesis), what they refuse is named.
 
 The stage-level cases (hostile files through the CLIs, outputs unchanged) are in test_hostile_data.py.
@@ -19,10 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from egoeval.core.errors import InputError
+from egoeval.core.io.bounded import MAX_DEPTH, json_depth, read_json, read_text
+from egoeval.core.io.paths import data_file, data_roots
 from egoeval.egohumans.formats import load_pickle
-from egoeval.errors import InputError
-from egoeval.io.bounded import MAX_DEPTH, json_depth, read_json, read_text
-from egoeval.io.paths import data_file, data_roots
 
 JSON_VALUES = st.recursive(
     st.none()

@@ -90,7 +90,7 @@ def test_check_params_runs_and_rejects(tmp_path: Path) -> None:
 
 
 def test_commands_find_the_project_root_from_a_subfolder_as_dvc_does(tmp_path: Path) -> None:
-    from egoeval.io.paths import project_root
+    from egoeval.core.io.paths import project_root
 
     (tmp_path / ".dvc").mkdir()
     (tmp_path / "docs/deep").mkdir(parents=True)

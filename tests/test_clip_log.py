@@ -19,10 +19,10 @@ from conftest import EGOEVAL, REPO, copy_workspace, tool_env, write_params
 from openai_server import KeyedPolicy, OpenAIServer, last_user_text
 
 from egoeval.backends import ChatRequest, Decoding, ImagePart, Message, TextPart, request_key
+from egoeval.core.settings import benchmark_settings
 from egoeval.egonormia.artifacts import CLIP_LOGS, ITEMS, PREDICTIONS, RESPONSES, clip_log_name
 from egoeval.egonormia.clip_log import MAX_SHOWN_CHARS, clip_log, format_html, format_text, load_sources
 from egoeval.egonormia.settings import EgoNormiaSettings
-from egoeval.settings import benchmark_settings
 
 LETTERS = "ABCDE"
 KEY_ENV = "EGOEVAL_TEST_API_KEY"

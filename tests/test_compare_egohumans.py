@@ -14,8 +14,8 @@ import pytest
 import yaml
 from conftest import REPO, write_params
 
+from egoeval.core.errors import InputError
 from egoeval.egohumans.published import read_published
-from egoeval.errors import InputError
 
 EGOEVAL = str(Path(sys.executable).with_name("egoeval"))
 # what the score stage records of the data a run scored (egoeval.egohumans.scoring.run_data): the published data

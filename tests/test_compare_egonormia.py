@@ -15,6 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy.stats import rankdata
 
+from egoeval.core.errors import InputError
+from egoeval.core.io.manifest import sha256_file
 from egoeval.egonormia.published import (
     PROVENANCE,
     figures_from_eval_json,
@@ -26,8 +28,6 @@ from egoeval.egonormia.published import (
     setting_of,
 )
 from egoeval.egonormia.scoring import score_official
-from egoeval.errors import InputError
-from egoeval.io.manifest import sha256_file
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data"

@@ -47,7 +47,7 @@ def test_every_stage_declares_the_code_it_ran(reproduced: Path, tmp_path_factory
     """What each stage imported at run time (lazy and dynamic imports too: the benchmark registry) is declared."""
     code = read_trace(tmp_path_factory, "code")
     assert code and set(code) <= {info.name for info in STAGES}, "a trace line names no stage of dvc.yaml"
-    assert all("egoeval/settings/__init__.py" in files for files in code.values())
+    assert all("egoeval/core/settings.py" in files for files in code.values())
     problems = {
         info.name: sorted(f for f in code.get(info.name, ()) if runs_code(REPO, f) and not covered(f, info.deps))
         for info in STAGES
@@ -96,7 +96,7 @@ def test_the_params_check_fails_when_a_declared_key_is_removed(
 ) -> None:
     keys = read_keys(tmp_path_factory)
     (score,) = [info for info in STAGES if info.name == "egonormia_score"]
-    assert keys["egonormia_score"], "the score stage reads its params through egoeval.settings"
+    assert keys["egonormia_score"], "the score stage reads its params through egoeval.core.settings"
     stripped = StageInfo(**{**score.__dict__, "params": ()})
     assert undeclared_params(stripped, keys["egonormia_score"]) == sorted(keys["egonormia_score"])
 

@@ -13,6 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from egoeval.core.errors import InputError
+from egoeval.core.io.atomic import write_parquet
 from egoeval.egohumans.formats import (
     RELEASED_DEPTH,
     ROOT_COLUMNS,
@@ -31,8 +33,6 @@ from egoeval.egohumans.official_conversion import (
     released_bbox,
     released_root,
 )
-from egoeval.errors import InputError
-from egoeval.io.atomic import write_parquet
 
 
 class _Touch:

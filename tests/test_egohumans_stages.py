@@ -23,6 +23,11 @@ import yaml
 from conftest import copy_workspace, dvc, official_annotation, run_egohumans_stages
 from oracle_env import MotmetricsOracle, assert_equal_to_oracle
 
+from egoeval.core.errors import InputError
+from egoeval.core.io.manifest import read_manifest, verify_manifest, write_manifest
+from egoeval.core.io.paths import data_roots
+from egoeval.core.settings import benchmark_settings, validate_params
+from egoeval.core.stage_shell import run_stage
 from egoeval.egohumans import crossview, detection, fetching, scoring, tracking
 from egoeval.egohumans.exo import camera_pose, read_exo_calibration
 from egoeval.egohumans.formats import (
@@ -51,11 +56,6 @@ from egoeval.egohumans.settings import (
     TrackerConfig,
 )
 from egoeval.egohumans.views import read_annotations, read_pose_file
-from egoeval.errors import InputError
-from egoeval.io.manifest import read_manifest, verify_manifest, write_manifest
-from egoeval.io.paths import data_roots
-from egoeval.settings import benchmark_settings, validate_params
-from egoeval.stage_shell import run_stage
 from egoeval.tracking.mot import read_mot, write_mot
 
 REPO = Path(__file__).resolve().parents[1]

@@ -13,10 +13,10 @@ from conftest import assert_multiview_wins, assert_tracker_wins, run_egohumans_s
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from egoeval.core.errors import InputError
 from egoeval.egohumans.settings import TrackerConfig, packaged_trackers
 from egoeval.egohumans.trackers.egomotion import CameraModel, CameraPose, camera_motion
 from egoeval.egohumans.tracking import camera_poses, track_sequence
-from egoeval.errors import InputError
 
 
 def rotation(yaw: float, pitch: float) -> np.ndarray:

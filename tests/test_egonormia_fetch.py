@@ -18,6 +18,9 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
+from egoeval.core.errors import InputError
+from egoeval.core.io.manifest import read_manifest, write_manifest
+from egoeval.core.settings import load_settings
 from egoeval.egonormia.fetching import fetch, write_folder_manifest
 from egoeval.egonormia.sample import render_sample
 from egoeval.egonormia.schema import (
@@ -30,9 +33,6 @@ from egoeval.egonormia.schema import (
     write_items,
 )
 from egoeval.egonormia.settings import FetchSettings
-from egoeval.errors import InputError
-from egoeval.io.manifest import read_manifest, write_manifest
-from egoeval.settings import load_settings
 
 REPO = Path(__file__).resolve().parents[1]
 OOD_ROBOT = REPO / "tests" / "data" / "egonormia" / "ood_robot.json"
@@ -456,7 +456,7 @@ def test_cli_fetch_and_write_manifest(tmp_path: Path) -> None:
 def test_cli_refuses_unpinned_revision_offline(tmp_path: Path) -> None:
     params = {**local_params(Path("nowhere")), "source": "huggingface", "hf_revision": "main"}
     done = _run_cli(tmp_path, params)
-    assert done.returncode == 2  # bad input: egoeval.errors.EXIT_BAD_INPUT, never retried
+    assert done.returncode == 2  # bad input: egoeval.core.errors.EXIT_BAD_INPUT, never retried
     assert "egonormia.fetch.hf_revision = 'main'" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / ".egoeval-cache").exists() and not (tmp_path / "data").exists()
 

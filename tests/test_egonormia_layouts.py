@@ -25,13 +25,13 @@ import pandas as pd
 import pytest
 from conftest import write_test_video
 
+from egoeval.core.errors import InputError
+from egoeval.core.io.manifest import sha256_file
 from egoeval.egonormia.fetching import fetch, write_folder_manifest
 from egoeval.egonormia.frames import extract_frames
 from egoeval.egonormia.hub import download_hf
 from egoeval.egonormia.schema import SHIPPED_SPLIT, verified_ids
 from egoeval.egonormia.settings import FetchSettings, FramesSettings
-from egoeval.errors import InputError
-from egoeval.io.manifest import sha256_file
 
 REPO = Path(__file__).resolve().parents[1]
 OOD_ROBOT = REPO / "tests" / "data" / "egonormia" / "ood_robot.json"

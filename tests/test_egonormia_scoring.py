@@ -17,6 +17,9 @@ from conftest import EGOEVAL, write_params
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from egoeval.core.errors import ScorerInputError
+from egoeval.core.settings import benchmark_settings
+from egoeval.core.stage_shell import run_stage
 from egoeval.egonormia.artifacts import SUBTASKS
 from egoeval.egonormia.metrics import score, write_metrics
 from egoeval.egonormia.predictions import parse_responses, write_predictions
@@ -33,9 +36,6 @@ from egoeval.egonormia.scoring import (
     set_iou,
 )
 from egoeval.egonormia.settings import EgoNormiaSettings, ScoreSettings
-from egoeval.errors import ScorerInputError
-from egoeval.settings import benchmark_settings
-from egoeval.stage_shell import run_stage
 
 REPO = Path(__file__).resolve().parents[1]
 

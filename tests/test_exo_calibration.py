@@ -17,9 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.spatial.transform import Rotation
 
+from egoeval.core.errors import InputError
 from egoeval.egohumans.exo import ColmapCamera, camera_pose, read_exo_calibration
 from egoeval.egohumans.views import read_pose_file, view_of
-from egoeval.errors import InputError
 
 TAKE = "01_tagging/001_tagging"
 

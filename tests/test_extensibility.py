@@ -25,7 +25,7 @@ TOY_FILES = {
     "egoeval/toy/settings.py": '''\
 """The toy benchmark's params.yaml section."""
 
-from egoeval.settings import Fraction, Section
+from egoeval.core.settings import Fraction, Section
 
 
 class ToyReport(Section):
@@ -44,7 +44,7 @@ import json
 import math
 from pathlib import Path
 
-from egoeval.io.atomic import atomic_write_text
+from egoeval.core.io.atomic import atomic_write_text
 
 ANSWERS = Path(__file__).with_name("answers.txt")
 METRICS = Path("metrics/toy.json")
@@ -66,8 +66,8 @@ def write_metrics(threshold: float) -> None:
     "stages/toy/score.py": '''\
 """Stage toy_score: metrics/toy.json."""
 
-from egoeval.settings import benchmark_settings
-from egoeval.stage_shell import run_stage
+from egoeval.core.settings import benchmark_settings
+from egoeval.core.stage_shell import run_stage
 from egoeval.toy.scoring import write_metrics
 from egoeval.toy.settings import ToySettings
 
@@ -79,7 +79,7 @@ if __name__ == "__main__":
 """Stage toy_report: the toy's part of the report page, reports/fragments/toy.json."""
 
 from egoeval.report_page import write_fragment
-from egoeval.stage_shell import run_stage
+from egoeval.core.stage_shell import run_stage
 
 if __name__ == "__main__":
     raise SystemExit(run_stage(lambda: write_fragment("toy"), benchmark="toy"))
@@ -92,7 +92,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from egoeval.benchmarks import Benchmark, ReportPart, ReportSection
+from egoeval.core.benchmarks import Benchmark, ReportPart, ReportSection
 from egoeval.toy.settings import ToySettings
 
 
@@ -124,12 +124,12 @@ BENCHMARK = Toy()
 TOY_PARAMS = {"threshold": 0.35, "published": {"toy-model": 55.25}, "report": {"title": "Toy results"}}
 SHARED = [
     "egoeval/__init__.py",
-    "egoeval/benchmarks.py",
-    "egoeval/registry.py",
-    "egoeval/settings",
-    "egoeval/stage_shell.py",
-    "egoeval/io",
-    "egoeval/errors.py",
+    "egoeval/core/benchmarks.py",
+    "egoeval/core/registry.py",
+    "egoeval/core/settings.py",
+    "egoeval/core/stage_shell.py",
+    "egoeval/core/io",
+    "egoeval/core/errors.py",
 ]
 TOY_STAGES = {
     "toy_score": {

@@ -18,9 +18,9 @@ import pytest
 import yaml
 from conftest import REPO, copy_repo, dvc, free_port, nightly_env, running, start, wait_healthy, write_params
 
+from egoeval.core.settings import workspace_settings
 from egoeval.dvc_project import cache_key, lock_snapshot, pipeline_stages, stage_state
 from egoeval.reported import Metric, compare, flatten_metrics
-from egoeval.settings import workspace_settings
 from flows.nightly_report import build_report
 
 if TYPE_CHECKING:
@@ -506,7 +506,7 @@ def test_sharded_inference_on_two_workers_is_byte_identical(tmp_path: Path, pref
     import pandas as pd
     from prefect import flow
 
-    from egoeval.benchmarks import shard_of
+    from egoeval.core.benchmarks import shard_of
     from egoeval.egonormia.inference import InferenceInputs, run_inference
     from egoeval.egonormia.protocols import Protocol, registry
     from egoeval.egonormia.scale_out import ShardedInference, combine, split

@@ -15,9 +15,9 @@ import pytest
 from conftest import write_test_video
 from videos import decode_all_frames, write_h264
 
+from egoeval.core.errors import InputError
 from egoeval.egonormia.frames import extract_frames
 from egoeval.egonormia.settings import FramesSettings
-from egoeval.errors import InputError
 from egoeval.video import FRAME_READERS, read_sampled_frames, sample_indices
 
 READERS = list(FRAME_READERS)
@@ -203,8 +203,8 @@ def test_strip_is_scaled_to_the_maximum_width(tmp_path: Path, video_factory) -> 
 
 def test_default_strip_keeps_each_frame_legible() -> None:
     """A 24 s 1080p clip at 1 fps: each frame keeps a legible height under the largest accepted image side."""
+    from egoeval.core.settings import load_settings
     from egoeval.egonormia.settings import MAX_IMAGE_SIDE
-    from egoeval.settings import load_settings
     from egoeval.video import frame_strip
 
     frames_params = load_settings(Path(__file__).resolve().parents[1] / "params.yaml").egonormia.frames

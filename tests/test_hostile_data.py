@@ -3,7 +3,7 @@
 Every refused case asserts the exit status, one error line naming the file and the row (or key), no traceback, and
 that the metrics, plots, dvc.lock, the report, the response cache and every stage output are byte-identical to
 before the run. Paths given by data must stay in their root (symlinks followed only into the roots the params
-name); what one input may cost is bounded (egoeval.io: MAX_INPUT_BYTES, MAX_DEPTH, MAX_ELEMENTS, MAX_LINE_BYTES);
+name); what one input may cost is bounded (egoeval.core.io: MAX_INPUT_BYTES, MAX_DEPTH, MAX_ELEMENTS, MAX_LINE_BYTES);
 values are checked at the row that gives them.
 
 The workspace is shared by the module: each case changes an input, runs, and puts the input back.
@@ -35,8 +35,8 @@ import yaml
 from conftest import EGOEVAL, TEST_DATA, copy_workspace, tool_env, write_params
 from PIL import Image
 
-from egoeval.io.bounded import MAX_INPUT_BYTES
-from egoeval.io.manifest import read_manifest, sha256_file
+from egoeval.core.io.bounded import MAX_INPUT_BYTES
+from egoeval.core.io.manifest import read_manifest, sha256_file
 
 bad_input = pytest.mark.bad_input
 ANNOTATION = "benchmark/sample/all/coco_track/tracking_ego_rgb.json"

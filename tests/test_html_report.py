@@ -342,8 +342,8 @@ def test_the_paired_caption_names_the_data_the_metrics_were_scored_on() -> None:
 def test_the_params_digest_is_of_the_values_not_the_files_layout(tmp_path: Path) -> None:
     import yaml
 
+    from egoeval.core.settings import load_settings
     from egoeval.markup import params_digest
-    from egoeval.settings import load_settings
 
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     (tmp_path / "same.yaml").write_text(yaml.safe_dump(params, sort_keys=True, width=60))  # no comments, reordered
@@ -364,7 +364,7 @@ def test_the_params_digest_is_of_the_values_not_the_files_layout(tmp_path: Path)
 def test_a_file_the_provenance_names_is_hashed_or_named_missing(tmp_path: Path) -> None:
     import hashlib
 
-    from egoeval.errors import InputError
+    from egoeval.core.errors import InputError
     from egoeval.markup import file_digests
 
     (tmp_path / "a.json").write_text("{}")

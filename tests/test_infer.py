@@ -19,6 +19,8 @@ from conftest import infer_stage, tool_env, write_params
 from openai_server import KeyedPolicy, OpenAIServer
 from PIL import Image
 
+from egoeval.core.settings import benchmark_settings
+from egoeval.core.stage_shell import run_stage
 from egoeval.egonormia.answers import NONE_OF_THE_ABOVE, displayed_options
 from egoeval.egonormia.artifacts import RESPONSE_COLUMNS
 from egoeval.egonormia.descriptions import from_dataset, write_descriptions
@@ -26,8 +28,6 @@ from egoeval.egonormia.inference import check_failures, run_inference
 from egoeval.egonormia.protocols import Protocol, registry
 from egoeval.egonormia.protocols.egoeval import permutation
 from egoeval.egonormia.settings import EgoNormiaSettings, InferSettings, ModelSpec
-from egoeval.settings import benchmark_settings
-from egoeval.stage_shell import run_stage
 
 KEY_ENV = "EGOEVAL_TEST_API_KEY"
 SECRET = "sk-test-infer-secret-42"

@@ -12,7 +12,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from trackeval.datasets._base_dataset import _BaseDataset
 
-from egoeval.errors import InputError
+from egoeval.core.errors import InputError
 from egoeval.tracking.mot import COLUMNS, SeqInfo, read_mot, read_mot_folder, read_mot_table, read_seqinfo, write_mot
 
 MOT = TEST_DATA / "mot"

@@ -16,6 +16,8 @@ import pytest
 import yaml
 from conftest import REPO, assert_multiview_wins
 
+from egoeval.core.errors import InputError
+from egoeval.core.settings import ParamsError, validate_params
 from egoeval.egohumans.exo import camera_pose
 from egoeval.egohumans.formats import ROOT_COLUMNS
 from egoeval.egohumans.settings import TrackerConfig, packaged_trackers
@@ -23,8 +25,6 @@ from egoeval.egohumans.trackers import TAKE_TRACKERS, tracks_takes
 from egoeval.egohumans.trackers.egomotion import CameraPose
 from egoeval.egohumans.trackers.multiview import OUTPUT_COLUMNS, lift, link
 from egoeval.egohumans.tracking import track_sequence, track_views
-from egoeval.errors import InputError
-from egoeval.settings import ParamsError, validate_params
 from egoeval.tracking.crossview import CameraView, camera_counts
 
 SETTINGS = packaged_trackers()["multiview"]

@@ -23,10 +23,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import binomtest
 
+from egoeval.core.errors import InputError
 from egoeval.egonormia.paired import Run, paired_table
 from egoeval.egonormia.scoring import Outcomes
 from egoeval.egonormia.settings import ScoreSettings
-from egoeval.errors import InputError
 from egoeval.significance import (
     COLUMNS,
     compare_binary,

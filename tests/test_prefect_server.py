@@ -305,7 +305,7 @@ def test_the_worker_imports_prefect_only_once_its_arguments_are_read() -> None:
         [sys.executable, "-X", "importtime", *WORKER[1:3], "--help"], capture_output=True, text=True, timeout=60
     )
     imported = {line.split("|")[-1].strip() for line in timed.stderr.splitlines() if line.startswith("import time:")}
-    assert "egoeval.errors" in imported and not {"prefect", "httpx", "anyio"} & imported, sorted(imported)
+    assert "egoeval.core.errors" in imported and not {"prefect", "httpx", "anyio"} & imported, sorted(imported)
 
 
 @pytest.mark.bad_input

@@ -57,7 +57,7 @@ def cached_answers(root: Path) -> dict[str, str]:
 
 
 def leftovers(root: Path) -> list[str]:
-    """What a commit keeps beside an output while it runs (egoeval.io): nothing once a run has ended."""
+    """What a commit keeps beside an output while it runs (egoeval.core.io): nothing once a run has ended."""
     return sorted(str(p.relative_to(root)) for p in root.rglob(".*.egoeval-*") if ".dvc" not in p.parts)
 
 

@@ -17,8 +17,8 @@ import pytest
 import yaml
 from conftest import REPO, tool_env
 
-from egoeval.errors import ParamsError
-from egoeval.settings import validate_params
+from egoeval.core.errors import ParamsError
+from egoeval.core.settings import validate_params
 
 GUIDE = REPO / "docs" / "developer-guide.md"
 BLOCK = re.search(r"## What is where\n\n```\n(.*?)```", GUIDE.read_text(), re.S).group(1)

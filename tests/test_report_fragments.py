@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO, tool_env
 
-from egoeval.benchmarks import ReportPart, ReportSection
-from egoeval.io.atomic import write_json
+from egoeval.core.benchmarks import ReportPart, ReportSection
+from egoeval.core.io.atomic import write_json
 from egoeval.report_page import FRAGMENTS, OUT, Fragment, assemble_page, read_fragments
 
 ALPHA = Fragment(

@@ -12,8 +12,8 @@ import pytest
 import yaml
 from conftest import EGOEVAL, REPO, copy_workspace, dvc, tool_env
 
-from egoeval.errors import ParamsError
-from egoeval.settings import load_settings, validate_params
+from egoeval.core.errors import ParamsError
+from egoeval.core.settings import load_settings, validate_params
 
 BASE = yaml.safe_load((REPO / "params.yaml").read_text())
 HUB = {**BASE["egonormia"]["fetch"], "source": "huggingface"}  # egonormia.fetch from the Hugging Face hub
@@ -175,7 +175,7 @@ def test_one_benchmarks_stage_validates_and_imports_that_benchmark_only(tmp_path
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     for own, other, bad in [("egohumans", "egonormia", "iou_threshold"), ("egonormia", "egohumans", "temprature")]:
         probe = (
-            "import sys; from egoeval.settings import load_settings; from egoeval.errors import ParamsError\n"
+            "import sys; from egoeval.core.settings import load_settings; from egoeval.core.errors import ParamsError\n"
             f"try: load_settings({str(tmp_path / 'params.yaml')!r}, only={own!r})\n"
             "except ParamsError as error: print(error)\n"
             f"print(sorted(m for m in sys.modules if m.startswith('egoeval.{other}')))"

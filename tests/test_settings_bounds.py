@@ -21,8 +21,8 @@ import yaml
 from conftest import EGOEVAL, REPO, tool_env
 
 from egoeval.cli import main as egoeval_main
+from egoeval.core.settings import _root_model
 from egoeval.egohumans.settings import TrackerConfig, extra_range, packaged_trackers
-from egoeval.settings import _root_model
 
 BASE = yaml.safe_load((REPO / "params.yaml").read_text())
 Path_ = tuple[str | int, ...]

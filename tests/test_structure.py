@@ -66,7 +66,7 @@ def test_the_checks_fail_on_a_long_stage_and_on_every_kind_of_stage_import(tmp_p
     (tmp_path / "bench").mkdir()
     (tmp_path / "tests" / "test_fine.py").write_text(
         "import subprocess, sys\nimport stages_helper\n"
-        "from egoeval.stage_shell import run_stage\nfrom . import stages\n"
+        "from egoeval.core.stage_shell import run_stage\nfrom . import stages\n"
         "subprocess.run([sys.executable, '-m', 'stages.toy.long'])\n"
     )
     (tmp_path / "tests" / "test_bad.py").write_text(
@@ -86,11 +86,11 @@ def _library_modules(root: Path) -> list[Path]:
 
 def exception_classes_outside_errors(root: Path) -> list[str]:
     """``file:line class`` of every class under egoeval/, flows/ or stages/ that derives from an exception class
-    (an ``Exception``, ``Error`` or ``Failure`` base, a name egoeval.errors defines, or one of Python's exceptions),
-    except in egoeval/errors.py, the one place every error egoeval raises on purpose is declared."""
+    (an ``Exception``, ``Error`` or ``Failure`` base, a name egoeval.core.errors defines, or one of Python's
+    exceptions), except in egoeval/core/errors.py, the one place every error egoeval raises on purpose is declared."""
     import builtins
 
-    import egoeval.errors as errors
+    import egoeval.core.errors as errors
 
     known = {name for name, value in vars(errors).items() if isinstance(value, type)}
     known |= {
@@ -98,7 +98,7 @@ def exception_classes_outside_errors(root: Path) -> list[str]:
     }
     found = []
     for path in _library_modules(root):
-        if path == root / "egoeval" / "errors.py":
+        if path == root / "egoeval" / "core" / "errors.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.ClassDef):
@@ -129,8 +129,8 @@ def test_no_module_imports_a_private_name_of_another() -> None:
 
 def test_the_structure_checks_find_what_they_look_for(tmp_path: Path) -> None:
     """Both checks fail on a tree that breaks them (so a passing run means something)."""
-    (tmp_path / "egoeval").mkdir()
-    (tmp_path / "egoeval" / "errors.py").write_text("class Fine(Exception):\n    pass\n")
+    (tmp_path / "egoeval" / "core").mkdir(parents=True)
+    (tmp_path / "egoeval" / "core" / "errors.py").write_text("class Fine(Exception):\n    pass\n")
     (tmp_path / "egoeval" / "thing.py").write_text(
         "from egoeval.other import _hidden\nimport builtins\n\n\nclass Oops(ValueError):\n    pass\n\n\n"
         "class Twin(errors.InputError):\n    pass\n\n\nclass Plain:\n    pass\n"

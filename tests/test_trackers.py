@@ -11,13 +11,13 @@ import pandas as pd
 import pytest
 import yaml
 
+from egoeval.core.errors import InputError, ParamsError
+from egoeval.core.settings import validate_params
 from egoeval.egohumans import fetching
 from egoeval.egohumans.sample import generate_sample
 from egoeval.egohumans.settings import FetchSettings, SampleSettings, TrackerConfig, packaged_trackers
 from egoeval.egohumans.trackers import OWN
 from egoeval.egohumans.tracking import track, track_sequence
-from egoeval.errors import InputError, ParamsError
-from egoeval.settings import validate_params
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -16,10 +16,10 @@ from conftest import infer_stage
 from openai_server import KeyedPolicy, OpenAIServer, Served
 from test_infer import KEY_ENV, describe, make_items, model_spec, write_stage_inputs
 
+from egoeval.core.stage_shell import run_stage
 from egoeval.egonormia import estimate as estimate_command
 from egoeval.egonormia.ledger import answer_ledgers
 from egoeval.egonormia.settings import Price
-from egoeval.stage_shell import run_stage
 
 RESPONSES = Path("data/egonormia/responses.parquet")
 PRICE = {"input": 2.5, "output": 10.0}

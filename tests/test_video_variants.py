@@ -19,6 +19,7 @@ from videos import decode_all_frames
 from egoeval.backends import ImagePart, TextPart, VideoPart
 from egoeval.backends.openai import request_body
 from egoeval.cli import main as egoeval_main
+from egoeval.core.io.atomic import write_parquet
 from egoeval.egonormia.artifacts import DESCRIPTIONS, FETCHED, ITEMS, RESPONSES, is_setting, is_variant
 from egoeval.egonormia.descriptions import from_dataset
 from egoeval.egonormia.estimate import estimate, video_tokens
@@ -30,7 +31,6 @@ from egoeval.egonormia.protocols import frames_parts, native_parts, strip_parts
 from egoeval.egonormia.protocols import official as official_protocol
 from egoeval.egonormia.scoring import Outcomes
 from egoeval.egonormia.settings import EgoNormiaSettings, ScoreSettings, VideoVariant
-from egoeval.io.atomic import write_parquet
 from egoeval.significance import csv_bytes
 from egoeval.video import mp4_shape, read_sampled_frames, spread, uniform_indices
 
@@ -228,7 +228,7 @@ def test_the_batch_api_asks_a_frames_variant_as_online(tmp_path: Path, monkeypat
 def test_native_to_an_undeclared_endpoint_is_refused_before_any_call(tmp_path: Path, monkeypatch, capsys) -> None:
     from conftest import infer_stage
 
-    from egoeval.stage_shell import run_stage
+    from egoeval.core.stage_shell import run_stage
 
     monkeypatch.setenv(KEY_ENV, "sk-variants")
     monkeypatch.chdir(tmp_path)
@@ -269,10 +269,10 @@ def test_paired_rows_compare_each_variant_with_the_strip_per_model(tmp_path: Pat
 
 @pytest.mark.bad_input
 def test_a_clip_over_max_bytes_or_unreadable_fails_only_itself(tmp_path: Path) -> None:
+    from egoeval.core.errors import ArtifactUnavailable
     from egoeval.egonormia.artifacts import VariantStore
     from egoeval.egonormia.frames import extract_variant
     from egoeval.egonormia.settings import FramesSettings
-    from egoeval.errors import ArtifactUnavailable
 
     fetched = tmp_path / "fetched"
     fetched.mkdir()

@@ -25,7 +25,7 @@ import pytest
 import yaml
 from conftest import EGOEVAL, REPO, tool_env
 
-from egoeval.io.manifest import read_manifest, sha256_file
+from egoeval.core.io.manifest import read_manifest, sha256_file
 
 bad_input = pytest.mark.bad_input
 ROOT = "data/egohumans/sample"
@@ -312,7 +312,7 @@ def test_an_exo_camera_folder_linked_out_of_the_root_is_named_as_such(work: Path
 @bad_input
 def test_the_tracking_stage_reads_no_frame_linked_out_of_the_root(work: Path, tmp_path: Path) -> None:
     """A frame replaced by a link to the same bytes outside the data root: its sha256 matches, yet BoT-SORT's
-    camera-motion compensation refuses it, as the report does (one rule: egoeval.io.manifest.read_pinned)."""
+    camera-motion compensation refuses it, as the report does (one rule: egoeval.core.io.manifest.read_pinned)."""
     frame = work / ROOT / FRAME
     outside = tmp_path / "outside.jpg"
     shutil.copyfile(frame, outside)

@@ -16,15 +16,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.spatial.distance import mahalanobis
 
+from egoeval.core.errors import InputError, ParamsError
+from egoeval.core.io.atomic import write_parquet
+from egoeval.core.settings import validate_params
 from egoeval.egohumans.formats import ROOT_COLUMNS, read_det_txt, read_detection_pickle
 from egoeval.egohumans.settings import TrackerConfig, packaged_trackers
 from egoeval.egohumans.trackers.egomotion import CameraPose
 from egoeval.egohumans.trackers.placement import GroundPlane
 from egoeval.egohumans.trackers.world import RootFilter
 from egoeval.egohumans.tracking import track, track_sequence
-from egoeval.errors import InputError, ParamsError
-from egoeval.io.atomic import write_parquet
-from egoeval.settings import validate_params
 from egoeval.tracking.mot import read_mot
 
 REPO = Path(__file__).resolve().parents[1]

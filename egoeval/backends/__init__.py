@@ -17,7 +17,7 @@ from egoeval.backends.base import (
     redact,
     request_key,
 )
-from egoeval.registry import Registry
+from egoeval.core.registry import Registry
 
 BACKENDS: Registry[type[Backend]] = Registry("backend")
 """Every backend class by its name (a model entry's ``backend``; the settings allow exactly these names), each

@@ -43,7 +43,7 @@ from egoeval.backends.openai import (
     request_body,
     snippet,
 )
-from egoeval.errors import (
+from egoeval.core.errors import (
     BatchError,
     BatchNotFound,
     CallFailed,

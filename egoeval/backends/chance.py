@@ -8,7 +8,7 @@ from typing import ClassVar
 import numpy as np
 
 from egoeval.backends.base import Backend, ChatRequest, ModelEntry, Reply, answer_line, request_key
-from egoeval.errors import CallRefused
+from egoeval.core.errors import CallRefused
 
 
 class ChanceBackend(Backend):

@@ -18,7 +18,7 @@ from egoeval.backends import Backend, ChatRequest, ModelEntry, Reply, make_backe
 from egoeval.backends.limiter import AdaptiveLimiter, call_with_retries
 from egoeval.backends.usage import usage_counts
 from egoeval.cache import CACHE_MISS, ResponseCache
-from egoeval.errors import CallFailed, EndpointDown, EndpointError, Interrupted, RequestRejected
+from egoeval.core.errors import CallFailed, EndpointDown, EndpointError, Interrupted, RequestRejected
 
 FIRST_CALLS = 8  # when the first calls that reach an endpoint are all rejected alike, every call would be: stop
 

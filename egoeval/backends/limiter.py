@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from egoeval.errors import CallRetryable, RetriesExhausted
+from egoeval.core.errors import CallRetryable, RetriesExhausted
 
 T = TypeVar("T")
 

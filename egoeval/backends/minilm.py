@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from egoeval.backends.base import Backend, ChatRequest, ModelEntry, Reply, TextPart, answer_line
-from egoeval.errors import CallRefused
+from egoeval.core.errors import CallRefused
 
 _LOAD_LOCK = threading.Lock()
 _MODEL: Any = None

@@ -48,7 +48,7 @@ from egoeval.backends.base import (
     redact,
 )
 from egoeval.backends.usage import usage_counts
-from egoeval.errors import CallRefused, CallRetryable, EndpointDown, EndpointError, RequestRejected
+from egoeval.core.errors import CallRefused, CallRetryable, EndpointDown, EndpointError, RequestRejected
 
 OVERLOAD_STATUS = {429, 503, 529}  # the server says: slow down
 RETRY_STATUS = {408, 409, 425, 500, 502, 504} | OVERLOAD_STATUS

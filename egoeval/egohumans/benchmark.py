@@ -1,4 +1,4 @@
-"""EgoHumans as the shared front-ends see it (egoeval.benchmarks): its settings, report sections, compare, audit."""
+"""EgoHumans as the shared front-ends see it (egoeval.core.benchmarks): settings, report sections, compare, audit."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from egoeval.benchmarks import Benchmark, ReportPart, ScaleOut
+from egoeval.core.benchmarks import Benchmark, ReportPart, ScaleOut
 
 if TYPE_CHECKING:
     from egoeval.egohumans.settings import EgoHumansSettings

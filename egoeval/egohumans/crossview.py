@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from egoeval.core.errors import InputError
+from egoeval.core.io.bounded import read_parquet
 from egoeval.egohumans.artifacts import WORLD_POINTS
-from egoeval.errors import InputError
-from egoeval.io.bounded import read_parquet
 from egoeval.markup import esc, table
 from egoeval.tracking.crossview import CameraView, CrossViewSettings, evaluate_take, summarize_takes
 from egoeval.tracking.mot import WORLD_COLUMNS, MotTable

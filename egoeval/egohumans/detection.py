@@ -24,6 +24,10 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from egoeval.core.errors import InputError
+from egoeval.core.io.atomic import write_parquet
+from egoeval.core.io.bounded import read_json, read_parquet
+from egoeval.core.io.paths import data_roots
 from egoeval.egohumans.artifacts import DETECTIONS, FETCHED, IMAGES
 from egoeval.egohumans.formats import (
     DETECTION_COLUMNS,
@@ -33,10 +37,6 @@ from egoeval.egohumans.formats import (
     sort_detections,
 )
 from egoeval.egohumans.settings import DetectSettings, EgoHumansSettings
-from egoeval.errors import InputError
-from egoeval.io.atomic import write_parquet
-from egoeval.io.bounded import read_json, read_parquet
-from egoeval.io.paths import data_roots
 from egoeval.tracking.mot import read_mot
 from egoeval.video import read_pinned_image
 

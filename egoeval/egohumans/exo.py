@@ -37,10 +37,10 @@ from typing import Any
 
 import numpy as np
 
+from egoeval.core.errors import InputError
+from egoeval.core.io.bounded import MAX_INPUT_BYTES, stream_lines
 from egoeval.egohumans.formats import ROTATION_TOLERANCE, intrinsics_problem, load_pickle, rigid_problem
 from egoeval.egohumans.trackers.egomotion import CameraModel, CameraPose
-from egoeval.errors import InputError
-from egoeval.io.bounded import MAX_INPUT_BYTES, stream_lines
 
 COLMAP_DIR = "colmap/workplace"  # under the take (<big>/<seq>)
 CAMERAS_FILE, IMAGES_FILE, TRANSFORMS_FILE = "cameras.txt", "images.txt", "colmap_from_aria_transforms.pkl"

@@ -42,6 +42,11 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from egoeval.core.errors import InputError
+from egoeval.core.io.atomic import write_json, write_parquet
+from egoeval.core.io.commit import replaced_dir
+from egoeval.core.io.manifest import read_manifest, verify_manifest, write_manifest
+from egoeval.core.io.paths import data_file, data_roots, inside
 from egoeval.egohumans.artifacts import FETCHED
 from egoeval.egohumans.exo import calibration_files, exo_image_calibration
 from egoeval.egohumans.formats import (
@@ -65,11 +70,6 @@ from egoeval.egohumans.views import (
     view_of,
     world_roots,
 )
-from egoeval.errors import InputError
-from egoeval.io.atomic import write_json, write_parquet
-from egoeval.io.commit import replaced_dir
-from egoeval.io.manifest import read_manifest, verify_manifest, write_manifest
-from egoeval.io.paths import data_file, data_roots, inside
 from egoeval.tracking.mot import write_mot
 
 OUT_DIR = FETCHED

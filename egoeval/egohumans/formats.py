@@ -1,7 +1,8 @@
 """EgoHumans inputs: the COCO-video tracking annotation, Aria calibration, detections (pickle, det.txt, parquet).
 
-Everything is validated on the way in; a bad value raises :class:`~egoeval.errors.InputError` naming the file and the
-row (``annotations[12]``, ``images[3]``, a 1-based line of a text file, a 0-based parquet row, an image path).
+Everything is validated on the way in; a bad value raises :class:`~egoeval.core.errors.InputError` naming the file
+and the row (``annotations[12]``, ``images[3]``, a 1-based line of a text file, a 0-based parquet row, an image
+path).
 
 Ground truth follows the EgoHumans/mmtracking reading of the annotation
 (:func:`~egoeval.egohumans.evaluators.dataset.dataset_keeps`): a box with no overlap with its image, with
@@ -36,11 +37,11 @@ from typing import Any, ClassVar, NoReturn
 import numpy as np
 import pandas as pd
 
+from egoeval.core.errors import InputError, RefusedPickleGlobal
+from egoeval.core.io.bounded import MAX_DEPTH, MAX_ELEMENTS, read_bounded, read_json, read_parquet, read_text
+from egoeval.core.io.paths import relative_path_problem
 from egoeval.egohumans.evaluators.dataset import dataset_keeps
 from egoeval.egohumans.official_conversion import decode_released_roots
-from egoeval.errors import InputError, RefusedPickleGlobal
-from egoeval.io.bounded import MAX_DEPTH, MAX_ELEMENTS, read_bounded, read_json, read_parquet, read_text
-from egoeval.io.paths import relative_path_problem
 from egoeval.tracking.mot import WORLD_COLUMNS
 
 GT_COLUMNS = ["frame", "id", "x", "y", "w", "h", "conf"]

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from egoeval.core.errors import InputError
 from egoeval.egohumans.evaluators import evaluator
 from egoeval.egohumans.settings import ScoreSettings
-from egoeval.errors import InputError
 
 EDGES = (0.0, 0.5, 1.0, 2.0, 4.0, float("inf"))  # degrees per frame
 COLUMNS = ["run", "speed", "speed_from", "frames", "IDF1", "IDSW"]  # speed_from: the bin's lower edge, a number

@@ -19,9 +19,9 @@ from typing import Any
 
 import yaml
 
+from egoeval.core.errors import InputError
 from egoeval.egohumans.crossview import compare_lines
 from egoeval.egohumans.settings import CompareSettings
-from egoeval.errors import InputError
 from egoeval.reported import Difference, Metric, flatten_metrics
 
 FIELDS = ("IDF1", "MOTA", "MOTP", "FP", "FN", "IDSW")

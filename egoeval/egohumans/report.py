@@ -17,16 +17,16 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 from PIL import Image
 
-from egoeval.benchmarks import ReportPart, ReportSection
 from egoeval.charts import PALETTE, grouped_bars
+from egoeval.core.benchmarks import ReportPart, ReportSection
+from egoeval.core.errors import InputError
+from egoeval.core.io.bounded import read_parquet
+from egoeval.core.io.manifest import read_pinned
+from egoeval.core.io.paths import data_roots
 from egoeval.egohumans import crossview
 from egoeval.egohumans.artifacts import GT_DIR, IMAGES, METRICS_FILE, PAIRED_FILE, TRACKS
 from egoeval.egohumans.disagreement import Disagreement, match_frame, most_disputed
 from egoeval.egohumans.published import PublishedTable, mismatch, read_published
-from egoeval.errors import InputError
-from egoeval.io.bounded import read_parquet
-from egoeval.io.manifest import read_pinned
-from egoeval.io.paths import data_roots
 from egoeval.markup import data_uri, esc, file_digests, fmt, paired_table, params_digest, smoke_labelled, table
 from egoeval.reported import read_metrics
 from egoeval.significance import read_paired

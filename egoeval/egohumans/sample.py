@@ -55,11 +55,11 @@ import cv2
 import numpy as np
 from tqdm import tqdm
 
+from egoeval.core.io.atomic import write_json
+from egoeval.core.io.commit import replaced_dir
+from egoeval.core.io.manifest import write_manifest
 from egoeval.egohumans.official_conversion import released_root
 from egoeval.egohumans.settings import SampleSettings
-from egoeval.io.atomic import write_json
-from egoeval.io.commit import replaced_dir
-from egoeval.io.manifest import write_manifest
 
 EGO_HFOV_DEG = 100.0  # the wearers' fisheye, across the image width
 EXO_HFOV_DEG = 90.0

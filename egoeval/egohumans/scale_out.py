@@ -11,12 +11,12 @@ from typing import Any
 
 import pandas as pd
 
-from egoeval.benchmarks import ScaleOut
+from egoeval.core.benchmarks import ScaleOut
+from egoeval.core.io.atomic import write_parquet
 from egoeval.egohumans import detection
 from egoeval.egohumans.artifacts import FETCHED
 from egoeval.egohumans.formats import DETECTION_COLUMNS, empty_detections, sort_detections
 from egoeval.egohumans.settings import DetectSettings, EgoHumansSettings
-from egoeval.io.atomic import write_parquet
 
 
 @dataclass(frozen=True)

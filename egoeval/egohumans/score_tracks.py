@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from egoeval.core.errors import InputError
 from egoeval.egohumans.evaluators import EVALUATORS, evaluator
-from egoeval.errors import InputError
 
 if TYPE_CHECKING:
     from egoeval.tracking.mot import SeqInfo
@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     try:
         if args.json is not None:
-            from egoeval.io.commit import check_output  # YAML (dvc.lock): only with --json
+            from egoeval.core.io.commit import check_output  # YAML (dvc.lock): only with --json
 
             check_output(args.json, inputs=[args.gt_dir, args.pred_dir])
         results = score_folders(args.gt_dir, args.pred_dir, args.protocol)
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(format_table(results))
     if args.json:
-        from egoeval.io.atomic import write_json
+        from egoeval.core.io.atomic import write_json
 
         write_json(args.json, results)
     return 0

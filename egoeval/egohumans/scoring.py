@@ -24,6 +24,10 @@ from typing import Any
 
 import pandas as pd
 
+from egoeval.core.errors import InputError
+from egoeval.core.io.atomic import json_bytes
+from egoeval.core.io.bounded import read_parquet
+from egoeval.core.io.commit import outputs_together
 from egoeval.egohumans.artifacts import (
     FETCHED,
     GT_DIR,
@@ -40,11 +44,7 @@ from egoeval.egohumans.evaluators import evaluator
 from egoeval.egohumans.head_speed import head_speed_table, head_speeds
 from egoeval.egohumans.paired import paired_table
 from egoeval.egohumans.settings import EgoHumansSettings, ScoreSettings
-from egoeval.errors import InputError
 from egoeval.headline import write_rows
-from egoeval.io.atomic import json_bytes
-from egoeval.io.bounded import read_parquet
-from egoeval.io.commit import outputs_together
 from egoeval.significance import csv_bytes
 from egoeval.tracking.mot import read_mot, read_mot_folder
 

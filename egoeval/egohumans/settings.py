@@ -1,4 +1,4 @@
-"""The ``egohumans`` section of the params, typed and validated (machinery in ``egoeval.settings``)."""
+"""The ``egohumans`` section of the params, typed and validated (machinery in ``egoeval.core.settings``)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import AfterValidator, ConfigDict, Field, field_validator, model_validator
 
+from egoeval.core.io.paths import relative_path_problem
+from egoeval.core.settings import BootstrapSettings, Fraction, NonEmptyStr, Section, Seed, registered, unique_list
 from egoeval.egohumans.evaluators import EVALUATORS
-from egoeval.io.paths import relative_path_problem
-from egoeval.settings import BootstrapSettings, Fraction, NonEmptyStr, Section, Seed, registered, unique_list
 
 DetectionMode = Literal["gt", "official", "file", "yolo"]
 Modality = Literal["ego_rgb", "ego_slam", "exo"]

@@ -26,6 +26,11 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from egoeval.core.errors import InputError
+from egoeval.core.io.atomic import write_parquet
+from egoeval.core.io.bounded import read_json, read_parquet
+from egoeval.core.io.commit import replaced_dir
+from egoeval.core.io.paths import data_roots
 from egoeval.egohumans.artifacts import DETECTIONS, FETCHED, TRACKS, WORLD_POINTS
 from egoeval.egohumans.exo import camera_pose
 from egoeval.egohumans.formats import ROOT_COLUMNS, read_detections_parquet
@@ -34,11 +39,6 @@ from egoeval.egohumans.trackers import make_tracker, places_people, tracks_takes
 from egoeval.egohumans.trackers.egomotion import CameraPose
 from egoeval.egohumans.trackers.multiview import METRIC_COLUMNS, check_views, link_views, local_settings
 from egoeval.egohumans.trackers.placement import GroundPlane, Priors, place, take_planes
-from egoeval.errors import InputError
-from egoeval.io.atomic import write_parquet
-from egoeval.io.bounded import read_json, read_parquet
-from egoeval.io.commit import replaced_dir
-from egoeval.io.paths import data_roots
 from egoeval.tracking.mot import write_mot
 from egoeval.video import read_pinned_image
 

@@ -35,6 +35,9 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from egoeval.core.errors import InputError
+from egoeval.core.io.bounded import read_bounded
+from egoeval.core.io.paths import data_file
 from egoeval.egohumans.formats import (
     MAX_WORLD_M,
     MODALITIES,
@@ -44,9 +47,6 @@ from egoeval.egohumans.formats import (
     restricted_dtype,
 )
 from egoeval.egohumans.settings import FetchSettings
-from egoeval.errors import InputError
-from egoeval.io.bounded import read_bounded
-from egoeval.io.paths import data_file
 
 VIEW_IMAGE = re.compile(
     r"^(?P<take>[^/].*?)/(?P<kind>ego|exo)/(?P<camera>(?:aria|cam)\d+)/images/(?:(?:rgb|left|right)/)?[^/]+$"

@@ -31,7 +31,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from egoeval.errors import UnreadableAnswer
+from egoeval.core.errors import UnreadableAnswer
 
 NONE_OF_THE_ABOVE = "None of the above"
 

@@ -13,9 +13,9 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from egoeval.errors import ArtifactUnavailable, InputError
-from egoeval.io.bounded import read_parquet
-from egoeval.io.paths import data_file
+from egoeval.core.errors import ArtifactUnavailable, InputError
+from egoeval.core.io.bounded import read_parquet
+from egoeval.core.io.paths import data_file
 
 SETTINGS = ("blind", "pipeline", "video")  # what the model sees: options only, a scene description, frames
 VIDEO_VARIANT = re.compile(r"video:(?:frames\d+|frames\d+(?:\.\d+)?fps|native)")

@@ -10,8 +10,8 @@ from typing import Any
 import pandas as pd
 
 from egoeval.cache import CACHE_MISS
+from egoeval.core.errors import InputError
 from egoeval.egonormia.artifacts import EVAL_JSON, PREDICTIONS
-from egoeval.errors import InputError
 from egoeval.findings import Findings, compare_numbers
 
 SUBTASKS = ("action", "justification", "sensible")
@@ -65,8 +65,8 @@ def _answer(value: Any) -> int | list[int]:
 
 def compare_eval_json(path: Path, data: dict[str, Any], work: Path, tolerance: float, findings: Findings) -> None:
     """The official scorer's numbers per model key, then every clip whose answers differ."""
+    from egoeval.core.errors import ScorerInputError
     from egoeval.egonormia.scoring import score_official
-    from egoeval.errors import ScorerInputError
 
     ours = json.loads((work / EVAL_JSON).read_text())
     try:

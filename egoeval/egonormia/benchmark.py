@@ -1,4 +1,4 @@
-"""EgoNormia as the shared front-ends see it (egoeval.benchmarks): its settings, report sections, compare, audit."""
+"""EgoNormia as the shared front-ends see it (egoeval.core.benchmarks): settings, report sections, compare, audit."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from egoeval.benchmarks import AnswerOutput, Benchmark, ReportPart, ScaleOut
+from egoeval.core.benchmarks import AnswerOutput, Benchmark, ReportPart, ScaleOut
 
 if TYPE_CHECKING:
     from egoeval.egonormia.settings import EgoNormiaSettings
@@ -66,8 +66,8 @@ class EgoNormia(Benchmark["EgoNormiaSettings"]):
         check_metrics_shape(metrics, path)
 
     def compare(self, metrics: Any, settings: EgoNormiaSettings, args: argparse.Namespace) -> str:
+        from egoeval.core.errors import InputError
         from egoeval.egonormia.published import compare_report
-        from egoeval.errors import InputError
 
         if args.models:
             from egoeval.egonormia.artifacts import PAIRED_FILE

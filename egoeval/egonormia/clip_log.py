@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from egoeval.stage_shell import help_text
+from egoeval.core.stage_shell import help_text
 
 if TYPE_CHECKING:
     from egoeval.backends import ChatRequest
@@ -71,6 +71,8 @@ def load_sources(settings: EgoNormiaSettings, root: Path = Path(".")) -> Sources
     or malformed file."""
     import os
 
+    from egoeval.core.errors import InputError
+    from egoeval.core.io.bounded import read_parquet
     from egoeval.egonormia.artifacts import (
         DESCRIPTIONS,
         FRAMES,
@@ -85,8 +87,6 @@ def load_sources(settings: EgoNormiaSettings, root: Path = Path(".")) -> Sources
         require_columns,
     )
     from egoeval.egonormia.inference import variant_stores
-    from egoeval.errors import InputError
-    from egoeval.io.bounded import read_parquet
 
     index = FRAMES / "index.parquet"
     for path in (ITEMS, RESPONSES, PREDICTIONS, index, DESCRIPTIONS):
@@ -270,8 +270,8 @@ def clip_log(sources: Sources, clip_id: str, model: str | None = None, setting: 
     InputError naming an unknown clip (with the count of known ones), model or setting."""
     import difflib
 
+    from egoeval.core.errors import InputError
     from egoeval.egonormia.artifacts import ITEMS, RESPONSES, SUBTASKS
-    from egoeval.errors import InputError
 
     ids = sources.items
     if clip_id not in ids:
@@ -607,8 +607,8 @@ def format_index(logs: Sequence[tuple[str, dict[str, Any]]], report: str = "../i
 def write_clip_logs(settings: EgoNormiaSettings, root: Path = Path(".")) -> None:
     """The egonormia_clip_logs stage: every clip's log as a page of reports/clips/ and their index, written together
     (a failed run leaves the last ones)."""
+    from egoeval.core.io.commit import replaced_dir
     from egoeval.egonormia.artifacts import CLIP_LOGS, clip_log_name
-    from egoeval.io.commit import replaced_dir
 
     sources = load_sources(settings, root)
     logs = []
@@ -635,12 +635,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.list and args.clip is None:
         parser.error("name a clip (egoeval show --list: every id)")
-    from egoeval.stage_shell import run_stage
+    from egoeval.core.stage_shell import run_stage
 
     def body() -> None:
+        from egoeval.core.io.atomic import json_bytes
+        from egoeval.core.settings import benchmark_settings
         from egoeval.egonormia.settings import EgoNormiaSettings
-        from egoeval.io.atomic import json_bytes
-        from egoeval.settings import benchmark_settings
 
         sources = load_sources(benchmark_settings("egonormia", EgoNormiaSettings))
         if args.list:

@@ -18,11 +18,11 @@ from tqdm import tqdm
 from egoeval.backends import Decoding
 from egoeval.backends.client import ModelClient, call_pool
 from egoeval.cache import ResponseCache, cache_file, cache_only
+from egoeval.core.errors import ArtifactUnavailable, TransientFailure
+from egoeval.core.io.atomic import write_parquet
 from egoeval.egonormia.artifacts import DESCRIPTIONS, FRAMES, ITEMS, NO_DESCRIPTION, FrameStore, read_table
 from egoeval.egonormia.protocols.egoeval import describe_request
 from egoeval.egonormia.settings import EgoNormiaSettings, ModelSpec
-from egoeval.errors import ArtifactUnavailable, TransientFailure
-from egoeval.io.atomic import write_parquet
 
 COLUMNS = ["id", "description", "source", "error", "request_key"]  # request_key: "" unless asked
 

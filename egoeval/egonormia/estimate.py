@@ -37,8 +37,8 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from egoeval.errors import CallRefused
-from egoeval.stage_shell import help_text
+from egoeval.core.errors import CallRefused
+from egoeval.core.stage_shell import help_text
 
 if TYPE_CHECKING:
     from egoeval.egonormia.settings import EgoNormiaSettings
@@ -288,13 +288,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="egoeval estimate", description=help_text(__doc__))
     parser.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
     args = parser.parse_args(argv)
-    from egoeval.io.atomic import json_bytes
-    from egoeval.stage_shell import run_stage
+    from egoeval.core.io.atomic import json_bytes
+    from egoeval.core.stage_shell import run_stage
 
     def body() -> None:
         from egoeval.backends.usage import DROPPED
+        from egoeval.core.settings import benchmark_settings
         from egoeval.egonormia.settings import EgoNormiaSettings
-        from egoeval.settings import benchmark_settings
 
         rows = estimate(benchmark_settings("egonormia", EgoNormiaSettings))
         print(json_bytes(rows).decode() if args.json else format_estimate(rows))
@@ -302,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
         if dropped:
             print(f"estimate: warning: {dropped}", file=sys.stderr)
 
-    from egoeval.io.paths import project_root
+    from egoeval.core.io.paths import project_root
 
     with contextlib.chdir(project_root()):  # the project's files, from a subfolder too (found as DVC finds it)
         return run_stage(body, benchmark="egonormia")

@@ -43,6 +43,11 @@ from pathlib import Path
 import pandas as pd
 from tqdm import tqdm
 
+from egoeval.core.errors import InputError
+from egoeval.core.io.atomic import atomic_write_text
+from egoeval.core.io.commit import replaced_dir
+from egoeval.core.io.manifest import sha256_file, verify_manifest
+from egoeval.core.io.paths import data_file, data_roots
 from egoeval.egonormia.artifacts import FETCHED
 from egoeval.egonormia.hub import download_hf
 from egoeval.egonormia.schema import (
@@ -56,11 +61,6 @@ from egoeval.egonormia.schema import (
     write_items,
 )
 from egoeval.egonormia.settings import FetchSettings
-from egoeval.errors import InputError
-from egoeval.io.atomic import atomic_write_text
-from egoeval.io.commit import replaced_dir
-from egoeval.io.manifest import sha256_file, verify_manifest
-from egoeval.io.paths import data_file, data_roots
 
 
 def _folders(settings: FetchSettings) -> tuple[Path, Path]:

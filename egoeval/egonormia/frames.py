@@ -26,13 +26,13 @@ import pandas as pd
 from PIL import Image
 from tqdm import tqdm
 
+from egoeval.core.errors import InputError
+from egoeval.core.io.atomic import atomic_write_bytes, write_parquet
+from egoeval.core.io.commit import replaced_dir
+from egoeval.core.io.paths import data_file
+from egoeval.core.stage_shell import die_with_parent
 from egoeval.egonormia.artifacts import FETCHED, FRAMES, ITEMS, read_table
 from egoeval.egonormia.settings import FramesSettings, VideoVariant
-from egoeval.errors import InputError
-from egoeval.io.atomic import atomic_write_bytes, write_parquet
-from egoeval.io.commit import replaced_dir
-from egoeval.io.paths import data_file
-from egoeval.stage_shell import die_with_parent
 from egoeval.video import (
     SampledFrames,
     at_rate,

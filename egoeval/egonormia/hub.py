@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from egoeval.core.errors import InputError, TransientFailure
 from egoeval.egonormia.schema import DATASETS, PREV_STRIP, PREV_VIDEO, read_folder, select_clips
 from egoeval.egonormia.settings import FetchSettings
-from egoeval.errors import InputError, TransientFailure
 
 HF_DIR = Path(".egoeval-cache/huggingface")
 DOWNLOAD_THREADS = 8

@@ -47,6 +47,8 @@ from egoeval.backends.batch import OpenAIBatchBackend, run_batches
 from egoeval.backends.client import Completion, ModelClient, call_pool
 from egoeval.backends.usage import DROPPED
 from egoeval.cache import ResponseCache, cache_file, cache_only
+from egoeval.core.errors import ArtifactUnavailable, TransientFailure
+from egoeval.core.io.atomic import write_json, write_parquet
 from egoeval.egonormia.artifacts import (
     BATCHES,
     BATCHES_NOTE,
@@ -78,8 +80,6 @@ from egoeval.egonormia.protocols import (
     strip_parts,
 )
 from egoeval.egonormia.settings import STRIP, EgoNormiaSettings, InferSettings, ModelSpec, VideoVariant, video_settings
-from egoeval.errors import ArtifactUnavailable, TransientFailure
-from egoeval.io.atomic import write_json, write_parquet
 
 LEDGER_FILE = "ledger-egonormia_infer.json"
 """Beside the response cache: the last infer run's ledger per model (``ModelClient.ledger``). Not a DVC output: every

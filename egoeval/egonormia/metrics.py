@@ -28,6 +28,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from egoeval.core.errors import InputError
+from egoeval.core.io.atomic import json_bytes
+from egoeval.core.io.bounded import read_parquet
+from egoeval.core.io.commit import outputs_together
 from egoeval.egonormia.artifacts import (
     CATEGORIES_FILE,
     HEADLINE_DIR,
@@ -48,11 +52,7 @@ from egoeval.egonormia.paired import Run, paired_table
 from egoeval.egonormia.protocols import recorded
 from egoeval.egonormia.scoring import Outcomes, category_accuracy, headline_rows, outcomes, summarize
 from egoeval.egonormia.settings import EgoNormiaSettings, ScoreSettings
-from egoeval.errors import InputError
 from egoeval.headline import write_rows
-from egoeval.io.atomic import json_bytes
-from egoeval.io.bounded import read_parquet
-from egoeval.io.commit import outputs_together
 from egoeval.significance import csv_bytes
 
 ITEM_COLUMNS = ("id", "correct_idx", "sensible_idx", "taxonomy", "verified")

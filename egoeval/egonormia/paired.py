@@ -27,10 +27,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from egoeval.core.errors import InputError
 from egoeval.egonormia.artifacts import is_variant
 from egoeval.egonormia.scoring import Outcomes
 from egoeval.egonormia.settings import EgoNormiaSettings, ScoreSettings
-from egoeval.errors import InputError
 from egoeval.significance import (
     PairedRow,
     compare_binary,

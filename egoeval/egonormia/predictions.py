@@ -34,6 +34,10 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from egoeval.core.errors import InputError
+from egoeval.core.io.atomic import json_bytes, parquet_bytes
+from egoeval.core.io.bounded import read_parquet
+from egoeval.core.io.commit import outputs_together
 from egoeval.egonormia.artifacts import (
     EVAL_JSON,
     ITEMS,
@@ -51,10 +55,6 @@ from egoeval.egonormia.artifacts import (
 from egoeval.egonormia.protocols import recorded
 from egoeval.egonormia.result_names import results_key
 from egoeval.egonormia.scoring import CALL_FAILED, PARSE_FAILED
-from egoeval.errors import InputError
-from egoeval.io.atomic import json_bytes, parquet_bytes
-from egoeval.io.bounded import read_parquet
-from egoeval.io.commit import outputs_together
 
 ITEM_COLUMNS = ("id", "behaviors", "justifications", "correct_idx", "sensible_idx")
 PARSED_COLUMNS = ("id", "setting", "model", "protocol", "subtask", "permutation", "response", "error")

@@ -39,11 +39,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from egoeval.core.errors import InputError
+from egoeval.core.io.atomic import write_json
 from egoeval.egonormia.artifacts import is_variant
 from egoeval.egonormia.result_names import setting_of
 from egoeval.egonormia.scoring import score_official
-from egoeval.errors import InputError
-from egoeval.io.atomic import write_json
 from egoeval.reported import Difference, Metric
 
 PUBLISHED_FILE = Path(__file__).parent / "data" / "published.json"

@@ -18,8 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from egoeval.benchmarks import ReportPart, ReportSection
 from egoeval.charts import grouped_bars, interval_chart
+from egoeval.core.benchmarks import ReportPart, ReportSection
+from egoeval.core.errors import ArtifactUnavailable, InputError
+from egoeval.core.io.bounded import read_csv, read_parquet
 from egoeval.egonormia.artifacts import (
     CATEGORIES_FILE,
     CLIP_LOGS,
@@ -51,8 +53,6 @@ from egoeval.egonormia.published import (
     select_table,
     source_of,
 )
-from egoeval.errors import ArtifactUnavailable, InputError
-from egoeval.io.bounded import read_csv, read_parquet
 from egoeval.markup import (
     SMOKE,
     data_uri,

@@ -11,11 +11,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from egoeval.errors import InputError
-from egoeval.io.atomic import write_json
-from egoeval.io.bounded import read_json
-from egoeval.io.commit import check_output
-from egoeval.stage_shell import help_text
+from egoeval.core.errors import InputError
+from egoeval.core.io.atomic import write_json
+from egoeval.core.io.bounded import read_json
+from egoeval.core.io.commit import check_output
+from egoeval.core.stage_shell import help_text
 
 
 def format_table(models: dict[str, dict[str, float | int | None]]) -> str:
@@ -43,8 +43,8 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_:
         return int(exit_.code or 0)
+    from egoeval.core.errors import ScorerInputError
     from egoeval.egonormia.scoring import score_official
-    from egoeval.errors import ScorerInputError
 
     try:
         if args.json is not None:

@@ -46,12 +46,12 @@ import cv2
 import numpy as np
 from tqdm import tqdm
 
+from egoeval.core.errors import InputError
+from egoeval.core.io.atomic import atomic_write_text
+from egoeval.core.io.manifest import write_manifest
 from egoeval.egonormia.positions import balance_positions, position_counts
 from egoeval.egonormia.schema import read_official_json, source_files
 from egoeval.egonormia.settings import SampleSettings
-from egoeval.errors import InputError
-from egoeval.io.atomic import atomic_write_text
-from egoeval.io.manifest import write_manifest
 
 SAMPLE_DIR = Path("data/egonormia/sample")
 CLIPS_FILE = SAMPLE_DIR / "clips.json"

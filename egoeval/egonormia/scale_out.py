@@ -12,11 +12,11 @@ from typing import Any
 
 import pandas as pd
 
-from egoeval.benchmarks import ScaleOut, budget_share, shard_of
+from egoeval.core.benchmarks import ScaleOut, budget_share, shard_of
+from egoeval.core.io.atomic import write_parquet
 from egoeval.egonormia import inference
 from egoeval.egonormia.artifacts import RESPONSES
 from egoeval.egonormia.settings import EgoNormiaSettings, ModelSpec
-from egoeval.io.atomic import write_parquet
 
 RESPONSE_ORDER = ["id", "setting", "model", "subtask"]  # run_inference's row order (unique per row)
 

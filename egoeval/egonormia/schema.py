@@ -61,10 +61,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from egoeval.errors import InputError
-from egoeval.io.atomic import write_parquet
-from egoeval.io.bounded import read_json, read_parquet
-from egoeval.io.paths import data_file, data_roots, relative_path_problem
+from egoeval.core.errors import InputError
+from egoeval.core.io.atomic import write_parquet
+from egoeval.core.io.bounded import read_json, read_parquet
+from egoeval.core.io.paths import data_file, data_roots, relative_path_problem
 
 N_OPTIONS = 5
 CATEGORIES = (

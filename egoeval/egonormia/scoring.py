@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from egoeval.errors import ScorerInputError
+from egoeval.core.errors import ScorerInputError
 from egoeval.significance import resamples as bootstrap_resamples
 
 METRICS = ("action", "justification", "both", "sensible_iou")

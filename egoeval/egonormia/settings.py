@@ -1,4 +1,4 @@
-"""The ``egonormia`` section of the params, typed and validated (machinery in ``egoeval.settings``)."""
+"""The ``egonormia`` section of the params, typed and validated (machinery in ``egoeval.core.settings``)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from pydantic import AfterValidator, Field, create_model, model_validator
 from pydantic_core import PydanticUndefined
 
 from egoeval.backends import BACKENDS
+from egoeval.core.registry import Registry
+from egoeval.core.settings import BootstrapSettings, Fraction, NonEmptyStr, Section, Seed, registered, unique_list
 from egoeval.egonormia.result_names import results_key
 from egoeval.headline import file_stem, stem_clashes
-from egoeval.registry import Registry
-from egoeval.settings import BootstrapSettings, Fraction, NonEmptyStr, Section, Seed, registered, unique_list
 
 Setting = Literal["blind", "pipeline", "video"]
 IMAGE_RULES: Registry[Callable[[int, int], int]] = Registry("token rule")

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from egoeval.errors import InputError
-from egoeval.io.atomic import atomic_write_text
-from egoeval.io.bounded import MAX_LINE_BYTES, long_line, read_bounded, read_text
+from egoeval.core.errors import InputError
+from egoeval.core.io.atomic import atomic_write_text
+from egoeval.core.io.bounded import MAX_LINE_BYTES, long_line, read_bounded, read_text
 
 if TYPE_CHECKING:
     import pandas as pd

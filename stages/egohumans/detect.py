@@ -6,11 +6,11 @@ data/egohumans/detections/<mode>.parquet. What each mode reads: egoeval.egohuman
 
 from __future__ import annotations
 
+from egoeval.core.settings import benchmark_settings
+from egoeval.core.stage_shell import run_stage, stage_parser
 from egoeval.egohumans.detection import write_detections
 from egoeval.egohumans.formats import DETECTION_MODES
 from egoeval.egohumans.settings import EgoHumansSettings
-from egoeval.settings import benchmark_settings
-from egoeval.stage_shell import run_stage, stage_parser
 
 
 def main(argv: list[str] | None = None) -> int:

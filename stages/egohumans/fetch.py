@@ -9,10 +9,10 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
+from egoeval.core.settings import benchmark_settings
+from egoeval.core.stage_shell import run_stage, stage_parser
 from egoeval.egohumans.fetching import pin_root, write_fetched
 from egoeval.egohumans.settings import EgoHumansSettings
-from egoeval.settings import benchmark_settings
-from egoeval.stage_shell import run_stage, stage_parser
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,11 +5,11 @@ What it holds and how it is made: egoeval.egohumans.sample. Written to data/egoh
 
 from __future__ import annotations
 
+from egoeval.core.settings import benchmark_settings
+from egoeval.core.stage_shell import run_stage, stage_parser
 from egoeval.egohumans.artifacts import SAMPLE
 from egoeval.egohumans.sample import generate_sample
 from egoeval.egohumans.settings import EgoHumansSettings
-from egoeval.settings import benchmark_settings
-from egoeval.stage_shell import run_stage, stage_parser
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,10 +6,10 @@ holds: egoeval.egohumans.scoring).
 
 from __future__ import annotations
 
+from egoeval.core.settings import benchmark_settings
+from egoeval.core.stage_shell import run_stage, stage_parser
 from egoeval.egohumans.scoring import write_scores
 from egoeval.egohumans.settings import EgoHumansSettings
-from egoeval.settings import benchmark_settings
-from egoeval.stage_shell import run_stage, stage_parser
 
 
 def main(argv: list[str] | None = None) -> int:

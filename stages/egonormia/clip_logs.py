@@ -7,10 +7,10 @@ keys), the raw replies, the parsed answers and the gold; what each holds: egoeva
 
 from __future__ import annotations
 
+from egoeval.core.settings import benchmark_settings
+from egoeval.core.stage_shell import run_stage, stage_parser
 from egoeval.egonormia.clip_log import write_clip_logs
 from egoeval.egonormia.settings import EgoNormiaSettings
-from egoeval.settings import benchmark_settings
-from egoeval.stage_shell import run_stage, stage_parser
 
 
 def main(argv: list[str] | None = None) -> int:

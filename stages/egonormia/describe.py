@@ -6,10 +6,10 @@ frames image. Output data/egonormia/descriptions.parquet: egoeval.egonormia.desc
 
 from __future__ import annotations
 
+from egoeval.core.settings import benchmark_settings
+from egoeval.core.stage_shell import run_stage, stage_parser
 from egoeval.egonormia.descriptions import write_descriptions
 from egoeval.egonormia.settings import EgoNormiaSettings
-from egoeval.settings import benchmark_settings
-from egoeval.stage_shell import run_stage, stage_parser
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,10 +6,10 @@ video. Outputs data/egonormia/frames/<id>.jpg and its index.parquet: egoeval.ego
 
 from __future__ import annotations
 
+from egoeval.core.settings import benchmark_settings
+from egoeval.core.stage_shell import run_stage, stage_parser
 from egoeval.egonormia.frames import write_frames
 from egoeval.egonormia.settings import EgoNormiaSettings
-from egoeval.settings import benchmark_settings
-from egoeval.stage_shell import run_stage, stage_parser
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,10 +6,10 @@ ledger beside the cache. What is asked, cached, retried and written: egoeval.ego
 
 from __future__ import annotations
 
+from egoeval.core.settings import benchmark_settings
+from egoeval.core.stage_shell import run_stage, stage_parser
 from egoeval.egonormia.inference import write_responses
 from egoeval.egonormia.settings import EgoNormiaSettings
-from egoeval.settings import benchmark_settings
-from egoeval.stage_shell import run_stage, stage_parser
 
 
 def main(argv: list[str] | None = None) -> int:

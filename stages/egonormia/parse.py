@@ -6,8 +6,8 @@ what each holds and how answers are read: egoeval.egonormia.predictions.
 
 from __future__ import annotations
 
+from egoeval.core.stage_shell import run_stage, stage_parser
 from egoeval.egonormia.predictions import write_predictions
-from egoeval.stage_shell import run_stage, stage_parser
 
 
 def main(argv: list[str] | None = None) -> int:

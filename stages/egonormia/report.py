@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import argparse
 
+from egoeval.core.stage_shell import run_stage
 from egoeval.report_page import write_fragment
-from egoeval.stage_shell import run_stage
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,10 +6,10 @@ rewrites clips.json with the options spread evenly over the five positions.
 
 from __future__ import annotations
 
+from egoeval.core.settings import benchmark_settings
+from egoeval.core.stage_shell import run_stage, stage_parser
 from egoeval.egonormia.sample import CLIPS_FILE, MANIFEST, run_sample
 from egoeval.egonormia.settings import EgoNormiaSettings
-from egoeval.settings import benchmark_settings
-from egoeval.stage_shell import run_stage, stage_parser
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,6 +1,6 @@
 """Traces a run for tests/test_dvc_deps.py: every stage process (DVC sets ``DVC_STAGE``) started with this folder on
 PYTHONPATH and ``EGOEVAL_TRACE`` set to a file appends one JSON line there at exit: the params keys it read through
-egoeval.settings and the project files it imported (what dvc.yaml must declare).
+egoeval.core.settings and the project files it imported (what dvc.yaml must declare).
 
 A read is a settings field's value taken from a validated section (a section or a mapping of sections is a step on
 the way, not a read); ``model_dump`` of a section reads all of it. Reads while validating are not the stage's.
@@ -66,10 +66,10 @@ def _patch(settings: Any) -> None:
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
-    """Patches egoeval.settings as soon as it has been imported."""
+    """Patches egoeval.core.settings as soon as it has been imported."""
 
     def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
-        if name != "egoeval.settings":
+        if name != "egoeval.core.settings":
             return None
         sys.meta_path.remove(self)
         spec = importlib.util.find_spec(name)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from egoeval.registry import Registry
+from egoeval.core.registry import Registry
 
 if TYPE_CHECKING:
     from egoeval.egohumans.evaluators.base import Evaluator

@@ -21,11 +21,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from egoeval.core.registry import Registry
 from egoeval.egohumans.settings import TrackerConfig
 from egoeval.egohumans.trackers.egomotion import make_egomotion_tracker
 from egoeval.egohumans.trackers.multiview import make_multiview_tracker
 from egoeval.egohumans.trackers.world import make_world_tracker
-from egoeval.registry import Registry
 
 OWN: Registry[Callable[[Any], Any]] = Registry("tracker")
 """egoeval's own trackers by ``tracker_type``: each a factory taking the settings namespace. Every one reads each

@@ -35,12 +35,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from egoeval.core.errors import InputError
 from egoeval.egohumans.formats import ROOT_COLUMNS
 from egoeval.egohumans.settings import TrackerConfig
 from egoeval.egohumans.trackers.egomotion import CameraPose
 from egoeval.egohumans.trackers.placement import GroundPlane, Priors, place
 from egoeval.egohumans.trackers.world import START_SPEED_STD_M, chi2_quantile
-from egoeval.errors import InputError
 
 VELOCITY_STAMPS = 10  # a person's velocity at the end of a stretch: over its last this many time stamps
 OUTPUT_COLUMNS = ["frame", "id", "x", "y", "w", "h", "conf", *ROOT_COLUMNS]

@@ -29,9 +29,9 @@ import numpy as np
 from egoeval.backends import ChatRequest, ImagePart, MultipleChoice, TextPart, VideoPart
 from egoeval.backends.base import Part
 from egoeval.backends.client import Completion
+from egoeval.core.errors import InputError
 from egoeval.egonormia.scoring import CALL_FAILED
 from egoeval.egonormia.settings import PROTOCOLS
-from egoeval.errors import InputError
 
 if TYPE_CHECKING:
     import pandas as pd

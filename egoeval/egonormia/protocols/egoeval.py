@@ -21,6 +21,7 @@ import numpy as np
 
 from egoeval.backends import ChatRequest, Decoding, ImagePart, Message, MultipleChoice, TextPart
 from egoeval.backends.client import Completion
+from egoeval.core.errors import UnreadableAnswer
 from egoeval.egonormia.answers import displayed_options, parse_multi, parse_single
 from egoeval.egonormia.artifacts import SETTINGS, is_variant, setting_kind
 from egoeval.egonormia.protocols import (
@@ -34,7 +35,6 @@ from egoeval.egonormia.protocols import (
     justification_choices,
 )
 from egoeval.egonormia.scoring import PARSE_FAILED
-from egoeval.errors import UnreadableAnswer
 
 if TYPE_CHECKING:
     from egoeval.egonormia.settings import ModelSpec

@@ -49,6 +49,7 @@ import numpy as np
 from egoeval.backends import ChatRequest, Decoding, Message, MultipleChoice, TextPart
 from egoeval.backends.base import Part
 from egoeval.backends.client import Completion
+from egoeval.core.errors import ReferenceCodeError
 from egoeval.egonormia.artifacts import NOT_SENT, SUBTASKS, setting_kind
 from egoeval.egonormia.protocols import (
     Answer,
@@ -61,7 +62,6 @@ from egoeval.egonormia.protocols import (
     justification_choices,
 )
 from egoeval.egonormia.scoring import CALL_FAILED, PARSE_FAILED
-from egoeval.errors import ReferenceCodeError
 
 if TYPE_CHECKING:
     import pandas as pd

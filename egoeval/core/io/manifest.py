@@ -8,10 +8,10 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from egoeval.errors import InputError
-from egoeval.io.atomic import atomic_write_text
-from egoeval.io.bounded import read_bounded, read_text
-from egoeval.io.paths import inside, relative_path_problem
+from egoeval.core.errors import InputError
+from egoeval.core.io.atomic import atomic_write_text
+from egoeval.core.io.bounded import read_bounded, read_text
+from egoeval.core.io.paths import inside, relative_path_problem
 
 
 def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:

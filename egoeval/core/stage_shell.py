@@ -1,7 +1,7 @@
 """The thin CLI shell every stage shares: exit codes that say whether a retry can help, and a prompt stop.
 
 Every stage first rolls back an output commit a killed run left half done and removes what it left
-(``egoeval.io.commit.recover_outputs``), then checks params.yaml whole.
+(``egoeval.core.io.commit.recover_outputs``), then checks params.yaml whole.
 
 A stage stopped by SIGINT (Ctrl-C) or SIGTERM stops at once: what it had staged is removed (the last good outputs
 stay), one line says what was kept, and it exits 128 + the signal's number without waiting for calls in flight.
@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from egoeval.errors import (
+from egoeval.core.errors import (
     EXIT_BAD_INPUT,
     EXIT_OK,
     EXIT_TRANSIENT,
@@ -33,7 +33,7 @@ from egoeval.errors import (
     TransientFailure,
     os_error_exit,
 )
-from egoeval.io.commit import recover_outputs
+from egoeval.core.io.commit import recover_outputs
 
 KEPT: list[Callable[[], str]] = []
 """What an interrupted run keeps beyond the last good outputs: each returns a phrase, or "" when it kept nothing (the
@@ -116,7 +116,7 @@ def run_stage(body: Callable[[], object], benchmark: str | None = None, *, check
     """Validate params.yaml (unless ``check_params`` is False: a tool mode; only ``benchmark``'s section when given:
     the params stage checks the whole file first), then run a stage body; map a failure to an exit code and a one-line
     message on stderr. SIGINT and SIGTERM stop it at once (see the module docstring)."""
-    from egoeval.settings import load_settings
+    from egoeval.core.settings import load_settings
 
     started = time.monotonic()
     try:

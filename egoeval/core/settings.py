@@ -2,8 +2,8 @@
 
 Every key must be present in params.yaml (DVC tracks params.yaml, so no value hides in code), unknown keys are
 errors with the closest known key suggested, and every error names the dotted key, the value and what is allowed.
-Each benchmark's section is its package's ``settings.py``, mounted under its name (``egoeval.benchmarks``); this module
-holds the machinery, the ``flows`` section and the root.
+Each benchmark's section is its package's ``settings.py``, mounted under its name (``egoeval.core.benchmarks``);
+this module holds the machinery, the ``flows`` section and the root.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ from zoneinfo import available_timezones
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 
-from egoeval.errors import ParamsError
-from egoeval.registry import Registry
+from egoeval.core.errors import ParamsError
+from egoeval.core.registry import Registry
 
 if TYPE_CHECKING:
-    from egoeval.benchmarks import Benchmark
+    from egoeval.core.benchmarks import Benchmark
 
 
 PARAMS_FILE = Path("params.yaml")
@@ -147,7 +147,7 @@ class Params(Section):
 def _root_model(only: str | None = None) -> type[Params]:
     """The params: every benchmark's section under its name, and ``flows``. With ``only``, that benchmark's section
     is validated and the other benchmarks' sections are only required to be there (the params stage checks them)."""
-    from egoeval.benchmarks import benchmark, benchmark_names
+    from egoeval.core.benchmarks import benchmark, benchmark_names
 
     sections: dict[str, Any] = {
         name: (benchmark(name).settings_model(), ...) if only in (None, name) else (dict[str, Any], ...)

@@ -7,7 +7,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
-from egoeval.errors import InputError
+from egoeval.core.errors import InputError
 
 
 def project_root(start: str | os.PathLike[str] = ".") -> Path:

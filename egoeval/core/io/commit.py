@@ -20,8 +20,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from egoeval.errors import InputError
-from egoeval.io.dvc_lock import lock_paths
+from egoeval.core.errors import InputError
+from egoeval.core.io.dvc_lock import lock_paths
 
 _MARK = ".egoeval-"
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import yaml
 
-from egoeval.errors import InputError
-from egoeval.io.bounded import read_bounded
+from egoeval.core.errors import InputError
+from egoeval.core.io.bounded import read_bounded
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when there: every stage reads dvc.lock
 

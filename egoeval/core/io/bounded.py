@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from egoeval.errors import InputError
+from egoeval.core.errors import InputError
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -31,11 +31,11 @@ class InputError(ValueError):
 
 
 class ParamsError(InputError):
-    """The params file is invalid (``egoeval.settings``); the message lists every bad key (exit 2: nothing runs)."""
+    """The params file is invalid (``egoeval.core.settings``); the message lists every bad key (exit 2: no run)."""
 
 
 class UnknownName(ValueError):
-    """A name no registry entry has (``egoeval.registry``): the message names it, its kind and the known names."""
+    """A name no registry entry has (``egoeval.core.registry``): the message names it, its kind and the known names."""
 
     def __init__(self, kind: str, name: object, known: tuple[str, ...]) -> None:
         super().__init__(f"unknown {kind} {name!r} (known: {', '.join(known) or 'none'})")

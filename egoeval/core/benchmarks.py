@@ -1,6 +1,6 @@
 """The benchmark registry: every package ``egoeval/<name>/`` whose ``benchmark.py`` defines ``BENCHMARK``.
 
-Nothing here names a benchmark. The settings root (``egoeval.settings``), the report page, ``egoeval compare``, the
+Nothing here names a benchmark. The settings root (``egoeval.core.settings``), the report page, ``egoeval compare``, the
 audit and the sharded flows iterate :func:`registry`; a new benchmark is a new package with a ``benchmark.py`` (plus
 its stages in dvc.yaml and its section of the params), and no shared module changes. A stage of one benchmark
 imports that benchmark only (:func:`benchmark`), so adding a benchmark re-runs none of the others' stages.
@@ -17,7 +17,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from egoeval.registry import Registry
+from egoeval.core.registry import Registry
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from egoeval.findings import Findings
 
-S = TypeVar("S", bound="BaseModel")  # its settings section: an egoeval.settings.Section
+S = TypeVar("S", bound="BaseModel")  # its settings section: an egoeval.core.settings.Section
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ class Benchmark(Generic[S]):
     """What the shared front-ends need of a benchmark, generic in its settings section ``S``. Subclasses set the
     class attributes and override the hooks they have; every hook imports its benchmark's modules itself, so reading
     the registry stays cheap. A hook that needs settings receives its own section (the caller passes
-    ``params.section(benchmark)``, ``egoeval.settings.Params``), never the root."""
+    ``params.section(benchmark)``, ``egoeval.core.settings.Params``), never the root."""
 
     name: ClassVar[str]  # its section of the params and dvc.yaml's ``meta.benchmark``
     title: ClassVar[str]  # as a reader knows it, e.g. "EgoNormia"

@@ -5,7 +5,7 @@ A :class:`Registry` maps names to things of one kind. A thing is registered as i
 (``module:attribute``, imported when first asked for), or a registry finds its names as the modules of a package
 (:meth:`Registry.modules`, read from the folder without importing the package): reading the names, as the settings'
 validators and every ``--help`` do, imports nothing heavy. The settings derive each allowed-names check and its JSON
-schema ``enum`` from a registry (``egoeval.settings.registered``), so registering a thing makes its name valid.
+schema ``enum`` from a registry (``egoeval.core.settings.registered``), so registering a thing makes its name valid.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
-from egoeval.errors import UnknownName
+from egoeval.core.errors import UnknownName
 
 T = TypeVar("T")
 

@@ -20,6 +20,15 @@ def test_every_stage_declares_the_code_it_imports(info: StageInfo) -> None:
     assert undeclared_code(REPO, info) == [], f"{info.name}: add these to its deps in dvc.yaml"
 
 
+@pytest.mark.parametrize("info", STAGES, ids=[info.name for info in STAGES])
+def test_no_stage_declares_a_path_its_folder_dep_already_holds(info: StageInfo) -> None:
+    """A module inside a code folder the stage depends on is hashed with it: listed again, DVC hashes and locks it
+    twice. (Data deps come from params: a data root and its manifest may or may not nest.)"""
+    code = [dep for dep in info.deps if dep.startswith(("egoeval/", "stages/", "flows/"))]
+    folders = tuple(dep.rstrip("/") + "/" for dep in code if (REPO / dep).is_dir())
+    assert [dep for dep in code if dep.startswith(folders)] == [], info.name
+
+
 def test_the_code_check_fails_when_a_declared_module_is_removed(tmp_path: Path) -> None:
     root = copy_repo(tmp_path)
     pipeline = yaml.safe_load((root / "dvc.yaml").read_text())

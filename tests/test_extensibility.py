@@ -122,15 +122,7 @@ BENCHMARK = Toy()
 ''',
 }
 TOY_PARAMS = {"threshold": 0.35, "published": {"toy-model": 55.25}, "report": {"title": "Toy results"}}
-SHARED = [
-    "egoeval/__init__.py",
-    "egoeval/core/benchmarks.py",
-    "egoeval/core/registry.py",
-    "egoeval/core/settings.py",
-    "egoeval/core/stage_shell.py",
-    "egoeval/core/io",
-    "egoeval/core/errors.py",
-]
+SHARED = ["egoeval/__init__.py", "egoeval/core"]  # what every stage runs in (the guide, step 4)
 TOY_STAGES = {
     "toy_score": {
         "meta": {"benchmark": "toy"},

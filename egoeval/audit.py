@@ -54,7 +54,7 @@ from egoeval.cache import (
     ResponseCache,
     cache_file,
 )
-from egoeval.core.benchmarks import registry
+from egoeval.core.benchmarks import Findings, registry
 from egoeval.core.errors import EXIT_BAD_INPUT, InputError
 from egoeval.core.io.dvc_lock import read_lock
 from egoeval.core.io.paths import project_root
@@ -72,8 +72,7 @@ from egoeval.dvc_project import (
     stage_status,
     with_upstream,
 )
-from egoeval.findings import Findings, compare_numbers
-from egoeval.reported import flatten_dotted, read_metrics
+from egoeval.reported import compare_numbers, flatten_dotted, read_metrics
 
 if TYPE_CHECKING:
     from egoeval.core.settings import Params

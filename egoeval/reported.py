@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from egoeval.core.benchmarks import Findings
 from egoeval.core.errors import InputError
 from egoeval.core.io.bounded import read_json
 
@@ -214,3 +215,13 @@ def differences(reported: dict[str, Metric], reference: dict[str, Metric], toler
 def load_json(path: Path) -> Any | None:
     """A JSON file's content, or None when it does not exist."""
     return read_json(path) if path.exists() else None
+
+
+def compare_numbers(reported: dict[str, Any], derived: dict[str, Any], tolerance: float, findings: Findings) -> None:
+    """Every number in ``reported`` against the re-derived one; a differing one says if it is inside the ci95."""
+    numbers = flatten_metrics(reported)
+    found = differences(numbers, flatten_metrics(derived), tolerance)
+    for difference in found:
+        findings.differ(difference.describe("re-derived"))
+    if not found:
+        findings.ok(f"{len(numbers)} reported numbers reproduce within {tolerance:g}")

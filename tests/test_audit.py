@@ -17,12 +17,12 @@ import yaml
 from conftest import REPO, copy_workspace, dvc, tool_env
 
 from egoeval.audit import EXIT_NOT_PULLED, main, read_report, run_stages
+from egoeval.core.benchmarks import Findings
 from egoeval.core.errors import InputError
 from egoeval.core.settings import workspace_settings
 from egoeval.dvc_project import StageInfo, pinned_output, pipeline_stages
 from egoeval.egohumans.audit import compare_tracks
 from egoeval.egonormia.audit import compare_eval_json
-from egoeval.findings import Findings
 
 RUN = "bytetrack-file"  # a tracking run of the bundled sample
 BENCHMARKS = ("egonormia", "egohumans")

@@ -247,7 +247,7 @@ def probe(tmp_path: Path) -> Iterator[Path]:
 
 def test_each_hook_receives_its_own_section_only(probe: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from egoeval.audit import gather_answers
-    from egoeval.findings import Findings
+    from egoeval.core.benchmarks import Findings
     from flows.shard import sharded_form
 
     root = probe.parent

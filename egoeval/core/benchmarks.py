@@ -23,9 +23,45 @@ if TYPE_CHECKING:
     import pandas as pd
     from pydantic import BaseModel
 
-    from egoeval.findings import Findings
-
 S = TypeVar("S", bound="BaseModel")  # its settings section: an egoeval.core.settings.Section
+
+
+MAX_LISTED = 20  # differences an audit lists one by one before it counts the rest
+
+
+@dataclass
+class Findings:
+    """What an audit saw, line by line (``ok``, ``note``, ``DIFF``; a benchmark's ``audit_compare`` adds its own):
+    any ``differ`` makes the report not reproduce, any ``miss`` leaves it undecided."""
+
+    lines: list[str] = field(default_factory=list)
+    differences: int = 0
+    missing: int = 0  # pinned outputs the audit needs that are not here (not pulled): it cannot decide
+
+    def section(self, title: str) -> None:
+        self.lines.append(f"\n{title}")
+
+    def miss(self, text: str) -> None:
+        """A pinned output the audit needs is neither in the workspace nor in the DVC cache."""
+        self.lines.append(f"  MISSING  {text}")
+        self.missing += 1
+
+    def ok(self, text: str) -> None:
+        self.lines.append(f"  ok    {text}")
+
+    def note(self, text: str) -> None:
+        self.lines.append(f"  note  {text}")
+
+    def differ(self, text: str) -> None:
+        self.lines.append(f"  DIFF  {text}")
+        self.differences += 1
+
+    def listed(self, texts: list[str], what: str) -> None:
+        """``differ`` for the first MAX_LISTED texts, then one line counting the rest."""
+        for text in texts[:MAX_LISTED]:
+            self.differ(text)
+        if len(texts) > MAX_LISTED:
+            self.differ(f"... and {len(texts) - MAX_LISTED} more {what}")
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,9 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from egoeval.core.benchmarks import Findings
 from egoeval.egohumans.artifacts import GT_DIR, METRICS_FILE, TRACKS
-from egoeval.findings import Findings, compare_numbers
+from egoeval.reported import compare_numbers
 
 if TYPE_CHECKING:
     from egoeval.egohumans.settings import ScoreSettings

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from egoeval.core.benchmarks import Benchmark, ReportPart, ScaleOut
 
 if TYPE_CHECKING:
+    from egoeval.core.benchmarks import Findings
     from egoeval.egohumans.settings import EgoHumansSettings
-    from egoeval.findings import Findings
 
 
 class EgoHumans(Benchmark["EgoHumansSettings"]):

@@ -10,9 +10,10 @@ from typing import Any
 import pandas as pd
 
 from egoeval.cache import CACHE_MISS
+from egoeval.core.benchmarks import Findings
 from egoeval.core.errors import InputError
 from egoeval.egonormia.artifacts import EVAL_JSON, PREDICTIONS
-from egoeval.findings import Findings, compare_numbers
+from egoeval.reported import compare_numbers
 
 SUBTASKS = ("action", "justification", "sensible")
 

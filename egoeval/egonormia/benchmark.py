@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from egoeval.core.benchmarks import AnswerOutput, Benchmark, ReportPart, ScaleOut
 
 if TYPE_CHECKING:
+    from egoeval.core.benchmarks import Findings
     from egoeval.egonormia.settings import EgoNormiaSettings
-    from egoeval.findings import Findings
 
 
 class EgoNormia(Benchmark["EgoNormiaSettings"]):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from code_closure import code_files, covered, key_covered, runs_code, undeclared_code
+from code_closure import PACKAGES, code_files, covered, key_covered, runs_code, undeclared_code
 from conftest import REPO, copy_repo, copy_workspace, dvc, trace_file
 
 from egoeval.dvc_project import StageInfo, pipeline_stages
@@ -24,7 +24,7 @@ def test_every_stage_declares_the_code_it_imports(info: StageInfo) -> None:
 def test_no_stage_declares_a_path_its_folder_dep_already_holds(info: StageInfo) -> None:
     """A module inside a code folder the stage depends on is hashed with it: listed again, DVC hashes and locks it
     twice. (Data deps come from params: a data root and its manifest may or may not nest.)"""
-    code = [dep for dep in info.deps if dep.startswith(("egoeval/", "stages/", "flows/"))]
+    code = [dep for dep in info.deps if dep.startswith(tuple(f"{package}/" for package in PACKAGES))]
     folders = tuple(dep.rstrip("/") + "/" for dep in code if (REPO / dep).is_dir())
     assert [dep for dep in code if dep.startswith(folders)] == [], info.name
 

@@ -115,11 +115,6 @@ def _unit_rays(directions: np.ndarray, pose: CameraPose) -> np.ndarray:
     return rays / np.linalg.norm(rays, axis=1, keepdims=True)
 
 
-def _edge_px(heights: np.ndarray) -> np.ndarray:
-    """A box edge's pixel error for boxes of these heights."""
-    return np.maximum(BOX_EDGE_STD * heights, 1.0)
-
-
 @dataclass(frozen=True)
 class BoxRays:
     """Unit world rays (N x 3) through each box's bottom centre (the feet), that point one edge error lower, its centre
@@ -136,7 +131,7 @@ class BoxRays:
         x, y, w, h = boxes.T
         middle = x + w / 2
         feet = np.column_stack([middle, y + h])
-        nudged = feet + np.column_stack([np.zeros(len(boxes)), _edge_px(h)])
+        nudged = feet + np.column_stack([np.zeros(len(boxes)), np.maximum(BOX_EDGE_STD * h, 1.0)])  # one edge error
         pixels = np.concatenate([feet, nudged, np.column_stack([middle, y + h / 2]), np.column_stack([middle, y])])
         return cls(*(_unit_rays(part, pose) for part in np.split(pose.camera.unproject(pixels), 4)))
 
